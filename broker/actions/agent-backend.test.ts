@@ -317,6 +317,34 @@ describe('when an agent calls a tool', () => {
     }
   });
 
+  it('a decision read that fails leaves the action’s answer as it is (never a refusal naming no action)', async () => {
+    const sessionId = await approvedSession(613);
+    const journal = f.h.temp.journal;
+    const late = actionReply(
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"late"}', timeout_ms: 50 },
+        never,
+      ),
+    );
+    const [card] = await waitForCardCount(f.queue, 1);
+    await f.queue.approve(card?.ticket ?? 0, person);
+    await f.h.temp.journal.durable();
+    vi.spyOn(journal, 'readCurrent').mockImplementation(() =>
+      Promise.reject(Object.assign(new Error('the journal is closing'), { code: 'JOURNAL_UNAVAILABLE' })),
+    );
+    try {
+      const polled = actionReply(
+        await backend.call(sessionId, 'action_status', { action_id: late.invocation_id, wait_ms: 20_000 }, never),
+      );
+      expect(polled.invocation_id).toBe(late.invocation_id);
+      expect(polled).not.toHaveProperty('decision');
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
   it('the caller’s timeout: CALLER_DEADLINE_EXCEEDED, timed_out with its queue position; the action keeps its place and is fetched later', async () => {
     const sessionId = await approvedSession(602);
     const answer = await backend.call(

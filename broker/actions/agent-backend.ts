@@ -425,13 +425,17 @@ async function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): Promise
   // none) and no decision was recorded, which the state says without reading the events (nor committing what waits).
   const state = deps.journal.getAction(actionId);
   if (state?.approval === 'none' && state.decision === null) return answer;
-  const read = await deps.journal.readCurrent(() => {
-    const kinds = deps.journal.subjectKinds(actionId);
-    if (![...decisionEventKinds].some((kind) => kinds.has(kind))) return undefined;
-    const found = recordedDecision(deps, actionId, state, kinds);
-    if (found === undefined) return undefined;
-    return { decision: found, sealedNote: found.sealed === true ? sealedDecisionNote(deps, actionId) : '' };
-  });
+  // A read that fails (the journal failed meanwhile) leaves the answer as it is: the decision is an addition to an
+  // answer about an action that exists, never a reason to replace it with a refusal naming none.
+  const read = await deps.journal
+    .readCurrent(() => {
+      const kinds = deps.journal.subjectKinds(actionId);
+      if (![...decisionEventKinds].some((kind) => kinds.has(kind))) return undefined;
+      const found = recordedDecision(deps, actionId, state, kinds);
+      if (found === undefined) return undefined;
+      return { decision: found, sealedNote: found.sealed === true ? sealedDecisionNote(deps, actionId) : '' };
+    })
+    .catch(() => undefined);
   if (read === undefined) return answer;
   const decision = read.decision;
   const error = structured.error;

@@ -102,7 +102,7 @@ describe('activity.list: filters by outcome, code and text keep the original seq
     brokerApiSchemas['activity.list'].output.parse(
       await rig.reads['activity.list'](brokerApiSchemas['activity.list'].input.parse(input)),
     );
-  const allRows = async () => (await await list({ limit: 500 })).events;
+  const allRows = async () => (await list({ limit: 500 })).events;
 
   it('when filtering by outcome, returns exactly the classified rows with that outcome, at their original seq', async () => {
     const expected = (await allRows()).filter((e) => e.outcome === 'not_attempted');

@@ -777,8 +777,11 @@ export class Journal implements BesideWriter {
    * - What the journal keeps in memory (the state and session caches, the lanes' tickets, stats()) moves at each
    *   batch's ack, so it may be behind the snapshot, never ahead of it. laneHeads mixes the two and stays a synchronous
    *   read (the approval queue's planning).
-   * - A journal that fails, or starts closing, while the read waits: rejects JOURNAL_UNAVAILABLE and `read` never runs.
-   *   A failed journal is read at once (nothing more will commit), as the synchronous reads do; a closed one refuses.
+   * - A journal that fails while the read waits: rejects JOURNAL_UNAVAILABLE and `read` never runs. One that starts
+   *   closing meanwhile is read once what the read waited for has settled (close commits it first), as a read made
+   *   while it closes is. A failed journal is read at once (nothing more will commit), as the synchronous reads do; a
+   *   closed one refuses. `read` must be synchronous: a promise returned is refused (its rest would run outside the
+   *   snapshot).
    */
   readCurrent<T>(read: () => T): Promise<T> {
     if (this.state === 'closed') return Promise.reject(this.unavailable());
@@ -792,7 +795,9 @@ export class Journal implements BesideWriter {
       }
     }
     return this.settledThrough(this.unitsQueued).then(() => {
-      if (this.state !== 'open' && this.state !== 'failed') throw this.unavailable();
+      // Closing: what this read waited for has settled (close flushes first) and the file is still open, as for a
+      // read made while closing (answered at once above). Closed: nothing can be read.
+      if (this.state === 'closed') throw this.unavailable();
       return this.readInSnapshot(read);
     });
   }
@@ -806,7 +811,11 @@ export class Journal implements BesideWriter {
     if (begun) this.db.exec('BEGIN');
     this.currentReads += 1;
     try {
-      return read();
+      const value = read();
+      // An async read would run its later part outside the snapshot (and drain the thread there): refused.
+      if (typeof (value as { then?: unknown } | null)?.then === 'function')
+        throw new TypeError('Journal.readCurrent: the read must be synchronous (it returned a promise)');
+      return value;
     } finally {
       this.currentReads -= 1;
       // A read-only transaction: COMMIT only ends it (it cannot fail for a lock, nothing was written).

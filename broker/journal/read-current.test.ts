@@ -224,20 +224,27 @@ describe('Journal.readCurrent', () => {
     await expect(journal.readCurrent(() => journal.actionCounts().total)).resolves.toBeGreaterThanOrEqual(0);
   });
 
-  it('rejects JOURNAL_UNAVAILABLE when the journal closes while it waits, and once it is closed', async () => {
+  it('answers a read that waited while the journal began closing (close commits what it waited for first), and refuses one once it is closed', async () => {
     const { journal } = await tempJournal();
     const events = Array.from({ length: 10 }, (_, n) => pathEvents('close', n)).flat();
     const appends = events.map((event) => journal.append(event).catch((error: unknown) => error));
     await nextTurn();
-    let ran = false;
-    const read = journal.readCurrent(() => (ran = true));
+    const read = journal.readCurrent(() => journal.eventsPage(1, 500).length);
     const closed = journal.close();
-    await expect(read).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE', message: 'the journal is closing' });
-    expect(ran).toBe(false);
+    expect(journal.stats().state).toBe('closing');
+    await expect(read).resolves.toBe(events.length);
     await closed;
     await Promise.all(appends);
+    let ran = false;
     await expect(journal.readCurrent(() => (ran = true))).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
     expect(ran).toBe(false);
+  });
+
+  it('refuses an async read: its rest would run outside the snapshot', async () => {
+    const { journal } = await tempJournal();
+    await expect(journal.readCurrent(() => Promise.resolve(1))).rejects.toThrow('the read must be synchronous');
+    // The snapshot's transaction is ended all the same: the next append commits.
+    await journal.append(pathEvents('after-async', 0)[0]!);
   });
 
   it('inline (no writer thread): commits what is queued on this turn and reads it', async () => {
