@@ -272,6 +272,79 @@ describe('when an agent calls a tool', () => {
     }
   });
 
+  it('a decided call’s answer reads its events through readCurrent (never draining the writer on the loop)', async () => {
+    const sessionId = await approvedSession(612);
+    const journal = f.h.temp.journal;
+    const late = actionReply(
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: '/documents/8', body: '{"marker":"late"}', timeout_ms: 50 },
+        never,
+      ),
+    );
+    const [card] = await waitForCardCount(f.queue, 1);
+    await f.queue.approve(card?.ticket ?? 0, person);
+    let inside = 0;
+    const eventReads: string[] = [];
+    const readCurrent = journal.readCurrent.bind(journal);
+    vi.spyOn(journal, 'readCurrent').mockImplementation(<T>(read: () => T) =>
+      readCurrent(() => {
+        inside += 1;
+        try {
+          return read();
+        } finally {
+          inside -= 1;
+        }
+      }),
+    );
+    for (const method of ['subjectKinds', 'subjectEvents'] as const) {
+      const real = journal[method].bind(journal);
+      vi.spyOn(journal, method).mockImplementation((id: string, ...rest: unknown[]) => {
+        if (id === late.invocation_id) eventReads.push(`${method}${inside > 0 ? '' : ' outside readCurrent'}`);
+        return (real as (id: string, ...rest: unknown[]) => never)(id, ...rest);
+      });
+    }
+    try {
+      const polled = actionReply(
+        await backend.call(sessionId, 'action_status', { action_id: late.invocation_id, wait_ms: 20_000 }, never),
+      );
+      expect(polled).toMatchObject({ decision: { state: 'approved', by: { kind: 'person' } } });
+      expect(eventReads).toContain('subjectKinds');
+      expect(eventReads.filter((read) => read.endsWith('outside readCurrent'))).toEqual([]);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
+  it('a decision read that fails leaves the action’s answer as it is (never a refusal naming no action)', async () => {
+    const sessionId = await approvedSession(613);
+    const journal = f.h.temp.journal;
+    const late = actionReply(
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"late"}', timeout_ms: 50 },
+        never,
+      ),
+    );
+    const [card] = await waitForCardCount(f.queue, 1);
+    await f.queue.approve(card?.ticket ?? 0, person);
+    await f.h.temp.journal.durable();
+    vi.spyOn(journal, 'readCurrent').mockImplementation(() =>
+      Promise.reject(Object.assign(new Error('the journal is closing'), { code: 'JOURNAL_UNAVAILABLE' })),
+    );
+    try {
+      const polled = actionReply(
+        await backend.call(sessionId, 'action_status', { action_id: late.invocation_id, wait_ms: 20_000 }, never),
+      );
+      expect(polled.invocation_id).toBe(late.invocation_id);
+      expect(polled).not.toHaveProperty('decision');
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
   it('the caller’s timeout: CALLER_DEADLINE_EXCEEDED, timed_out with its queue position; the action keeps its place and is fetched later', async () => {
     const sessionId = await approvedSession(602);
     const answer = await backend.call(

@@ -174,7 +174,7 @@ function upstreamMethods(
       const tool = { server: name.slice(0, dot), tool: name.slice(dot + 1) };
       try {
         const watch = { onProgress: afterDurable(deps, onProgress), onRecorded };
-        const answer = withDecision(deps, await actionCall(deps, open, sessionId, tool, args, signal, watch));
+        const answer = await withDecision(deps, await actionCall(deps, open, sessionId, tool, args, signal, watch));
         await deps.journal.durable();
         return answer;
       } catch (error) {
@@ -378,11 +378,11 @@ async function answerCall(
   switch (tool) {
     case 'http_request':
     case 'ssh_exec':
-      return withDecision(deps, await actionCall(deps, open, sessionId, tool, args, signal, watch));
+      return await withDecision(deps, await actionCall(deps, open, sessionId, tool, args, signal, watch));
     case 'action_status':
     case 'fetch_result':
     case 'cancel_action':
-      return withDecision(deps, await readCall(deps, sessionId, tool, args, signal));
+      return await withDecision(deps, await readCall(deps, sessionId, tool, args, signal));
     case 'list_routes': {
       const parsed = agentToolInputSchemas.list_routes.safeParse(args, agentParse);
       if (!parsed.success) {
@@ -414,19 +414,30 @@ function afterDurable(
 
 /**
  * Adds the recorded decision (who decided, when, a person's reason, the card's expiry) to an action's answer. A
- * rejection's reason is the person's own words to the agent; it is also named in the error's message.
+ * rejection's reason is the person's own words to the agent; it is also named in the error's message. The events are
+ * read once everything queued before is committed, without holding the loop (Journal.readCurrent), in one snapshot.
  */
-function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
+async function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): Promise<ToolAnswer> {
   const structured = answer.structured;
   if ('routes' in structured || 'request_id' in structured || structured.invocation_id === null) return answer;
+  const actionId = structured.invocation_id;
   // Approval none and nobody decided (the auto-approved path): no card was shown (the queue shows none for approval
   // none) and no decision was recorded, which the state says without reading the events (nor committing what waits).
-  const state = deps.journal.getAction(structured.invocation_id);
+  const state = deps.journal.getAction(actionId);
   if (state?.approval === 'none' && state.decision === null) return answer;
-  const kinds = deps.journal.subjectKinds(structured.invocation_id);
-  if (![...decisionEventKinds].some((kind) => kinds.has(kind))) return answer;
-  const decision = recordedDecision(deps, structured.invocation_id, state, kinds);
-  if (decision === undefined) return answer;
+  // A read that fails (the journal failed meanwhile) leaves the answer as it is: the decision is an addition to an
+  // answer about an action that exists, never a reason to replace it with a refusal naming none.
+  const read = await deps.journal
+    .readCurrent(() => {
+      const kinds = deps.journal.subjectKinds(actionId);
+      if (![...decisionEventKinds].some((kind) => kinds.has(kind))) return undefined;
+      const found = recordedDecision(deps, actionId, state, kinds);
+      if (found === undefined) return undefined;
+      return { decision: found, sealedNote: found.sealed === true ? sealedDecisionNote(deps, actionId) : '' };
+    })
+    .catch(() => undefined);
+  if (read === undefined) return answer;
+  const decision = read.decision;
   const error = structured.error;
   const said =
     decision.reason !== null &&
@@ -442,10 +453,7 @@ function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
     ...(withReason === undefined ? {} : { error: withReason }),
     decision,
   });
-  const sealedNote =
-    decision.sealed === true
-      ? ` (decision ${decision.state}; ${sealedDecisionNote(deps, structured.invocation_id)})`
-      : '';
+  const sealedNote = decision.sealed === true ? ` (decision ${decision.state}; ${read.sealedNote})` : '';
   return {
     ...answer,
     structured: reply,
@@ -550,13 +558,20 @@ async function readCall(
   }
   if (tool === 'action_status') {
     // Once the result was handed over, an earlier failed handoff is history: the status is the result's.
-    const view =
-      state.stage === 'result_delivered'
-        ? committedView(state, () => deps.journal.subjectEvents(state.action_id))
-        : state;
+    const view = state.stage === 'result_delivered' ? await committedViewNow(deps, state) : state;
     return actionAnswer({ envelope: stateEnvelope(view), state: view, queue: deps.queue.position(state.action_id) });
   }
   return fetchResult(deps, state);
+}
+
+/**
+ * committedView over the action's events, read once everything queued before is committed without holding the loop
+ * (Journal.readCurrent). A read that fails (sealed events, a journal that failed meanwhile) leaves the state as it is.
+ */
+async function committedViewNow(deps: AgentBackendDeps, state: ActionState): Promise<ActionState> {
+  return deps.journal
+    .readCurrent(() => committedView(state, () => deps.journal.subjectEvents(state.action_id)))
+    .catch(() => state);
 }
 
 /**
@@ -571,7 +586,7 @@ function resultIsCurrent(state: ActionState): boolean {
   return state.stage === 'result_committed' || state.stage === 'result_delivered';
 }
 
-function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
+async function fetchResult(deps: AgentBackendDeps, state: ActionState): Promise<ToolAnswer> {
   const head = state.result_id === null ? undefined : deps.results.head(state.result_id);
   // A stored result is the action's only while no later attempt was dispatched after it (a retry of a 429 runs): an
   // earlier attempt's answer handed over then would read as the outcome of an action whose outcome is not known.
@@ -597,7 +612,7 @@ function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
     const envelope = noStoredResultEnvelope(stateEnvelope(state), state, true);
     return { ...actionAnswer({ envelope, state }), isError: true };
   }
-  const view = committedView(state, () => deps.journal.subjectEvents(state.action_id));
+  const view = await committedViewNow(deps, state);
   const handoff = handoffOf(state);
   return {
     ...actionAnswer({ envelope: stateEnvelope(view), state: view, ...storedAnswerParts(state.channel, stored) }),

@@ -76,7 +76,7 @@ export async function reconcileAction(
   actionId: string,
   actor: OperatorActor | undefined,
 ): Promise<ReconcileResult> {
-  const p = planReconcile(deps, actionId);
+  const p = await planReconcile(deps, actionId);
   if (p.kind === 'lookup') {
     const lookupResult = await executeHttpLookup(
       deps,
@@ -122,25 +122,18 @@ export type ReconcilePlan =
  * its recorded unknown, a live retry lease, the route, its lookup or read-back and the ids to fill it with. The
  * operator's `actions.precheck` runs it alone, so the CLI can refuse before it asks a person for the passphrase.
  */
-export function planReconcile(deps: ReconcileDeps, actionId: string): ReconcilePlan {
-  const state = deps.journal.getAction(actionId);
-  if (state === undefined || !actionId.startsWith('act_'))
-    throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
-  // A recorded unknown, dispatched or not (a quarantined journal's recovery records one before dispatch): the remote
-  // is asked now, with the ids the record bound at admission, whatever the lost part of the journal said.
-  if (!state.recorded || state.outcome !== 'unknown') {
-    throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'reconcile'), { field: 'action_id' });
-  }
-  if (leaseLive(state, deps.clock.nowMs())) {
-    throw new CodedError(
-      'DECISION_CONFLICT',
-      `${actionId} is being retried (lease generation ${state.lease?.generation ?? 0}); its attempt's own answer decides — reconcile after it`,
-      { field: 'action_id' },
-    );
-  }
+export async function planReconcile(deps: ReconcileDeps, actionId: string): Promise<ReconcilePlan> {
+  // The refusals the state and the configuration give come first, before anything reads the action's events (sealed
+  // while the vault is locked, for an earlier run's action).
+  lookupRoute(deps, reconcilable(deps, actionId));
+  // Read once everything queued before is committed, without holding the loop (Journal.readCurrent).
+  const events = await deps.journal.readCurrent(() => deps.journal.subjectEvents(actionId));
+  // Decided on the state as it is now: a retry's lease may have started while the read waited.
+  const state = reconcilable(deps, actionId);
   // A retry that starts while the lookup runs makes its answer stale: the journal compares this.
   const attemptsSeen = state.attempts.length;
   const route = lookupRoute(deps, state);
+  assertSameOrigin(events, state.action_id, route);
   const lookup = route.lookup;
   const readBack = route.correlation?.read_back;
   if (lookup === undefined && readBack === undefined) {
@@ -150,7 +143,7 @@ export function planReconcile(deps: ReconcileDeps, actionId: string): ReconcileP
       { field: 'lookup' },
     );
   }
-  const facts = correlationFacts(deps.journal.subjectEvents(actionId));
+  const facts = correlationFacts(events);
   const plan = lookup === undefined ? undefined : planLookup(lookup.path, facts);
   if (lookup !== undefined && plan?.ok === true) {
     const path = sendablePath(actionId, plan.path);
@@ -170,6 +163,26 @@ export function planReconcile(deps: ReconcileDeps, actionId: string): ReconcileP
   }
   sendablePath(actionId, readPlan.path);
   return { kind: 'read_back', route, readBack, values, readPlan, attemptsSeen };
+}
+
+/** The action, if its state allows a reconciliation now (a recorded unknown, no live retry lease); else the refusal. */
+function reconcilable(deps: ReconcileDeps, actionId: string): ActionState {
+  const state = deps.journal.getAction(actionId);
+  if (state === undefined || !actionId.startsWith('act_'))
+    throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
+  // A recorded unknown, dispatched or not (a quarantined journal's recovery records one before dispatch): the remote
+  // is asked now, with the ids the record bound at admission, whatever the lost part of the journal said.
+  if (!state.recorded || state.outcome !== 'unknown') {
+    throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'reconcile'), { field: 'action_id' });
+  }
+  if (leaseLive(state, deps.clock.nowMs())) {
+    throw new CodedError(
+      'DECISION_CONFLICT',
+      `${actionId} is being retried (lease generation ${state.lease?.generation ?? 0}); its attempt's own answer decides — reconcile after it`,
+      { field: 'action_id' },
+    );
+  }
+  return state;
 }
 
 /**
@@ -288,7 +301,6 @@ function lookupRoute(deps: ReconcileDeps, state: ActionState): Route {
       `${state.action_id} ${notOnRoute(state)}; there is no lookup to ask: ${unknownWaysOut(state)}`,
       { field: 'lookup' },
     );
-  assertSameOrigin(deps.journal, state.action_id, route);
   return route;
 }
 

@@ -10,8 +10,8 @@ import {
   type ActionState,
   type Classification,
   type IdempotencyKeyBinding,
+  type JournalEvent,
 } from '../contract/index.js';
-import type { Journal } from '../journal/index.js';
 import type { OperatorActor } from '../ports/index.js';
 import { buildHttpEnvelope } from './http-envelope.js';
 import { dropWhenSettled, readKeptRequest } from './kept-request.js';
@@ -78,8 +78,10 @@ export async function retryHttpAction(
       { field: 'retry_of' },
     );
   }
-  assertSameOrigin(deps.journal, actionId, route);
-  const binding = preflightBinding(deps.journal, actionId);
+  // Read once everything queued before is committed, without holding the loop (Journal.readCurrent).
+  const events = await deps.journal.readCurrent(() => deps.journal.subjectEvents(actionId));
+  assertSameOrigin(events, actionId, route);
+  const binding = preflightBinding(events);
   if ((binding?.key ?? undefined) !== input.idempotency_key) {
     throw new CodedError(
       'IDEMPOTENCY_MISMATCH',
@@ -113,7 +115,7 @@ export async function retryHttpAction(
     path: preflight.path,
     binding,
     timeoutMs: operationTimeoutMs(route),
-    credential: boundCredential(deps.journal, actionId),
+    credential: boundCredential(events),
   };
   // Its place back at the head of its lane: it waits for a later ticket in flight, and holds back the ones after it.
   // Refused (the broker stopping), nothing of it ran: no broker error to record, no run to settle.
@@ -142,8 +144,8 @@ function retryVisible(deps: HttpActionDeps, state: ActionState): boolean {
 }
 
 /** The credential the original bound at admission (ACTION_ACCEPTED.credential): a retry sends under it or not at all. */
-export function boundCredential(journal: Journal, actionId: string): BoundCredential | undefined {
-  for (const e of journal.subjectEvents(actionId)) if (e.kind === 'ACTION_ACCEPTED') return e.payload.credential;
+function boundCredential(events: readonly JournalEvent[]): BoundCredential | undefined {
+  for (const e of events) if (e.kind === 'ACTION_ACCEPTED') return e.payload.credential;
   return undefined;
 }
 
@@ -151,8 +153,12 @@ export function boundCredential(journal: Journal, actionId: string): BoundCreden
  * A retry goes where the original went, or nowhere: a route re-pointed since admission (a configuration applied live,
  * or at a restart) would send the same key to another server. Actions admitted before origins were recorded pass.
  */
-export function assertSameOrigin(journal: Journal, actionId: string, route: { name: string; base_url: string }): void {
-  for (const e of journal.subjectEvents(actionId)) {
+export function assertSameOrigin(
+  events: readonly JournalEvent[],
+  actionId: string,
+  route: { name: string; base_url: string },
+): void {
+  for (const e of events) {
     if (e.kind !== 'ACTION_ACCEPTED') continue;
     const origin = e.payload.origin;
     if (origin !== undefined && origin !== route.base_url) {
@@ -167,8 +173,8 @@ export function assertSameOrigin(journal: Journal, actionId: string, route: { na
 }
 
 /** The idempotency binding the original journaled with PREFLIGHT_VALIDATED (the key the remote saw). */
-function preflightBinding(journal: Journal, actionId: string): IdempotencyKeyBinding | undefined {
-  for (const e of journal.subjectEvents(actionId)) {
+function preflightBinding(events: readonly JournalEvent[]): IdempotencyKeyBinding | undefined {
+  for (const e of events) {
     if (e.kind === 'PREFLIGHT_VALIDATED') return e.payload.idempotency;
   }
   return undefined;

@@ -315,9 +315,9 @@ describe('actions.show: waited_for', () => {
     await appendSlowly(temp, [a1, ...a1rest.slice(0, 2)]); // #1 accepted, validated, card shown
     await appendSlowly(temp, b.slice(0, 4)); // #2 accepted … approved
     const approvedAt = temp.clock.nowMs();
-    const show = (id: string) =>
-      brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: id }));
-    expect(show('act_wait_second1').waited_for).toEqual([
+    const show = async (id: string) =>
+      brokerApiSchemas['actions.show'].output.parse(await reads['actions.show']({ action_id: id }));
+    expect((await show('act_wait_second1')).waited_for).toEqual([
       { ticket: 1, action_id: 'act_wait_first_1', waited_ms: 0, ongoing: true },
     ]);
     temp.clock.advance(40_000);
@@ -337,11 +337,11 @@ describe('actions.show: waited_for', () => {
     });
     await appendSlowly(temp, b.slice(4));
     // Ready at its approval, free when #1's rejection was recorded 40 s later (its own dispatch came after).
-    expect(show('act_wait_second1').waited_for).toEqual([
+    expect((await show('act_wait_second1')).waited_for).toEqual([
       { ticket: 1, action_id: 'act_wait_first_1', waited_ms: 40_000, ongoing: false },
     ]);
     expect(temp.clock.nowMs() - approvedAt).toBeGreaterThan(40_000);
-    expect(show('act_wait_first_1').waited_for).toEqual([]);
+    expect((await show('act_wait_first_1')).waited_for).toEqual([]);
     expect(list({ lane: 'lane-a' }).actions.map((a) => a.decided_by)).toEqual(['person:operator-1', 'person:alice']);
   });
 });
@@ -397,4 +397,45 @@ describe('when a data dir written before migration 010 is opened', () => {
       await reopened.close();
     }
   });
+});
+
+/**
+ * as_of_seq inside Journal.readCurrent (how the operator's actions.list reads): the snapshot can already hold a batch the
+ * writer thread committed whose ack the loop has not heard (stats().last_seq moves at the ack), so the position is the
+ * snapshot's own newest event.
+ */
+describe('actions.list: as_of_seq while the writer thread commits beside the read', () => {
+  it('is at or above every row of the page and at most what the file holds', async () => {
+    const t = await openTempJournal({ writerThread: true, threadBatchEventsMin: 1 });
+    const other = new Database(t.path, { readonly: true });
+    try {
+      const committedSeq = (): number =>
+        (other.prepare('SELECT max(seq) AS s FROM events').get() as { s: number | null }).s ?? 0;
+      let conclusive = 0;
+      for (let round = 0; round < 20 && conclusive < 2; round += 1) {
+        const batch = (prefix: string) =>
+          Array.from({ length: 30 }, (_, n) => actionPaths.httpNoApproval(`act_${prefix}${round}_${n}`)).flat();
+        const a = batch('asof_a').map((event) => t.journal.append(event));
+        await new Promise((resolve) => setImmediate(resolve));
+        const read = t.journal.readCurrent(() => {
+          // Wait (on this turn, as a slow read would) until the thread committed the next batch: its ack is unheard.
+          const deadline = performance.now() + 2_000;
+          while (committedSeq() <= t.journal.stats().last_seq && performance.now() < deadline);
+          const acked = t.journal.stats().last_seq;
+          return { acked, page: listActions(t.journal, { limit: 500 }) };
+        });
+        const b = batch('asof_b').map((event) => t.journal.append(event));
+        const { acked, page } = await read;
+        await Promise.all([...a, ...b]);
+        const newest = Math.max(...page.actions.map((row) => row.last_seq));
+        expect(page.as_of_seq).toBeGreaterThanOrEqual(newest);
+        expect(page.as_of_seq).toBeLessThanOrEqual(t.journal.stats().last_seq);
+        if (newest > acked) conclusive += 1;
+      }
+      expect(conclusive).toBeGreaterThan(0);
+    } finally {
+      other.close();
+      await t.dispose();
+    }
+  }, 30_000);
 });

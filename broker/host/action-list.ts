@@ -44,10 +44,11 @@ export function listActions(
     },
     options.scanRowsMax,
   );
-  // Read after the page, whose read commits what appends have queued first (requireCurrent), and in the same
-  // synchronous turn as its query (nothing commits between them): every row is at or below it, and every action up to
-  // it was there to examine.
-  const asOfSeq = journal.stats().last_seq;
+  // Read after the page, in the same snapshot (the operator reads run inside Journal.readCurrent's read transaction; a
+  // synchronous caller reads on one turn, after requireCurrent committed what was queued): every row is at or below it,
+  // and every action up to it was there to examine. Not stats().last_seq: that moves at the writer thread's acks, and
+  // may be behind the rows a snapshot already holds.
+  const asOfSeq = journal.committedSeq();
   const page = rows.slice(0, limit);
   const more = rows.length > limit;
   return {

@@ -2,8 +2,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { brokerStatusSchema, type NewEvent } from '../contract/index.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { brokerApiSchemas, brokerStatusSchema, type NewEvent } from '../contract/index.js';
 import { journalFileName, ResultStore } from '../journal/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { createCapturedLogger } from '../testing/captured-logger.js';
@@ -33,6 +33,26 @@ describe('the broker runtime', () => {
     await runtime.close();
     expect(runtime.status().journal.state).toBe('closed');
     expect(runtime.status().vault).toMatchObject({ state: 'locked' });
+  });
+
+  it("the operator's status and metrics read the journal through readCurrent (never draining the writer on the loop)", async () => {
+    dir = createTempDir();
+    const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    const actor = { kind: 'person', id: 'ann', surface: 'cli', auth: 'vault_passphrase_tty' } as const;
+    try {
+      await runtime.journal.appendBatch(actionPaths.httpNoApproval('act_runtime0000009'));
+      const readCurrent = vi.spyOn(runtime.journal, 'readCurrent');
+      const status = brokerStatusSchema.parse(await runtime.broker.status({}, actor));
+      expect(status.actions).toEqual(runtime.status().actions);
+      expect(status.actions.total).toBe(1);
+      const metrics = brokerApiSchemas.metrics.output.parse(await runtime.broker.metrics({}, actor));
+      expect(metrics.total).toBe(1);
+      expect(readCurrent).toHaveBeenCalledTimes(2);
+    } finally {
+      await runtime.close();
+    }
+    // Closed: answered without reading the journal, as the synchronous status is.
+    expect(brokerStatusSchema.parse(await runtime.broker.status({}, actor)).journal.state).toBe('closed');
   });
 
   it('stopIntake closes the agent and control sockets (no new caller gets in) while the journal stays open for the drain; close still closes the rest', async () => {

@@ -364,9 +364,18 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const closeAgentSocket = once(() => agentSocket.close());
     closers.push(closeAgentSocket);
 
-    const status = (): BrokerStatus => {
+    const noCounts = { total: 0, in_flight: 0, unknown: 0 };
+    const status = (): BrokerStatus =>
+      statusWith(journal.stats().state === 'closed' ? noCounts : journal.actionCounts());
+    // The operator's `status`: the counts wait for what is queued without holding the loop (Journal.readCurrent). A
+    // journal that closes or fails meanwhile is answered as the synchronous read answers it (nothing is queued then).
+    const statusRead = async (): Promise<BrokerStatus> => {
+      if (journal.stats().state === 'closed') return statusWith(noCounts);
+      const counts = await journal.readCurrent(() => journal.actionCounts()).catch(() => undefined);
+      return counts === undefined ? status() : statusWith(counts);
+    };
+    const statusWith = (counts: BrokerStatus['actions']): BrokerStatus => {
       const stats = journal.stats();
-      const counts = stats.state === 'closed' ? { total: 0, in_flight: 0, unknown: 0 } : journal.actionCounts();
       return {
         version: options.version,
         mode: options.mode,
@@ -389,7 +398,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // Decisions record who made them: the operator handlers build the actor per call from the
     // surface that received it (operator-handlers.ts), never a fixed "person".
     const broker: OperatorBroker = {
-      status,
+      status: statusRead,
       'approvals.list': () => ({ cards: queue.cards() }),
       'approvals.approve': (input, actor) => queue.approve(input.ticket, actor),
       'approvals.reject': (input, actor) => queue.reject(input.ticket, actor, input.reason),
@@ -414,13 +423,13 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         return retrySummary(journal, input.action_id, result.envelope.evidence.journal_seq);
       },
       // The refusals either would give before sending anything, asked before a person types the passphrase for nothing.
-      'actions.precheck': (input) => {
+      'actions.precheck': async (input) => {
         anchor.refuseWhileQuarantined();
-        if (input.operation === 'reconcile') planReconcile(reconcileDeps, input.action_id);
+        if (input.operation === 'reconcile') await planReconcile(reconcileDeps, input.action_id);
         else requireKeptRequest({ requests, clock, journal }, input.action_id);
         return { action_id: input.action_id, operation: input.operation, ok: true as const };
       },
-      metrics: () => foldMetrics(journal.outcomeCounts()),
+      metrics: async () => foldMetrics(await journal.readCurrent(() => journal.outcomeCounts())),
       'sessions.approve': (input, actor) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input, actor) => queue.revokeSession(input.session_id, actor, input.reason),
       ...createOperatorReads(journal, queue, { actionListScanRowsMax: options.actionListScanRowsMax }),

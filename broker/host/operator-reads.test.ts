@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { brokerApiSchemas } from '../contract/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { WriterThread } from '../journal/writer-thread.js';
 import { createOperatorReads } from './operator-reads.js';
 
 type Reads = ReturnType<typeof createOperatorReads>;
@@ -31,8 +32,8 @@ function readsOverJournal(seed?: (journal: TempJournal['journal']) => Promise<vo
       return open().reads;
     },
     /** actions.show of `actionId`, parsed by the contract's output schema. */
-    show: (actionId: string) =>
-      brokerApiSchemas['actions.show'].output.parse(open().reads['actions.show']({ action_id: actionId })),
+    show: async (actionId: string) =>
+      brokerApiSchemas['actions.show'].output.parse(await open().reads['actions.show']({ action_id: actionId })),
   };
 }
 
@@ -43,7 +44,7 @@ describe('actions.show: released_by', () => {
 
   it('names the reconciliation (source remote_query) and the seq of its RECONCILIATION_RESULT', async () => {
     const appended = await rig.journal.appendBatch(actionPaths.lostThenReconciled('act_reco_000001'));
-    const shown = show('act_reco_000001');
+    const shown = await show('act_reco_000001');
     expect(shown.released_by).toEqual({
       kind: 'reconciliation',
       seq: appended.at(-1)?.event.seq,
@@ -54,7 +55,7 @@ describe('actions.show: released_by', () => {
 
   it('names the person who attested, with the basis they wrote', async () => {
     await rig.journal.appendBatch(actionPaths.sshClosedNoExitAttested('act_attest_0001'));
-    expect(show('act_attest_0001').released_by).toMatchObject({
+    expect((await show('act_attest_0001')).released_by).toMatchObject({
       kind: 'operator_attested',
       actor: { kind: 'person', id: 'operator-1' },
       reason: 'checked the host: the job ran',
@@ -64,13 +65,13 @@ describe('actions.show: released_by', () => {
 
   it('is null while the head is blocked, and names the abandonment (outcome still unknown) once a person releases it', async () => {
     await rig.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_blocked_001'));
-    expect(show('act_blocked_001').released_by).toBeNull();
+    expect((await show('act_blocked_001')).released_by).toBeNull();
     const { event } = await rig.journal.append({
       kind: 'ABANDONED',
       action_id: 'act_blocked_001',
       payload: { actor: { kind: 'person', id: 'alice' }, reason: 'the remote is gone' },
     });
-    const shown = show('act_blocked_001');
+    const shown = await show('act_blocked_001');
     expect(shown.state).toMatchObject({ outcome: 'unknown', abandoned: true });
     expect(shown.released_by).toEqual({
       kind: 'abandoned',
@@ -83,7 +84,7 @@ describe('actions.show: released_by', () => {
 
   it('is null for an action whose first attempt settled (it never blocked its lane)', async () => {
     await rig.journal.appendBatch(actionPaths.httpNoApproval('act_plain_00001'));
-    expect(show('act_plain_00001').released_by).toBeNull();
+    expect((await show('act_plain_00001')).released_by).toBeNull();
   });
 });
 
@@ -97,52 +98,50 @@ describe('activity.list: filters by outcome, code and text keep the original seq
     await journal.appendBatch(actionPaths.preflightFailed('act_pre_0000001'));
   });
 
-  const list = (input: Parameters<Reads['activity.list']>[0]) =>
+  const list = async (input: Parameters<Reads['activity.list']>[0]) =>
     brokerApiSchemas['activity.list'].output.parse(
-      rig.reads['activity.list'](brokerApiSchemas['activity.list'].input.parse(input)),
+      await rig.reads['activity.list'](brokerApiSchemas['activity.list'].input.parse(input)),
     );
-  const allRows = () => list({ limit: 500 }).events;
+  const allRows = async () => (await list({ limit: 500 })).events;
 
-  it('when filtering by outcome, returns exactly the classified rows with that outcome, at their original seq', () => {
-    const expected = allRows().filter((e) => e.outcome === 'not_attempted');
-    const got = list({ outcome: 'not_attempted' });
+  it('when filtering by outcome, returns exactly the classified rows with that outcome, at their original seq', async () => {
+    const expected = (await allRows()).filter((e) => e.outcome === 'not_attempted');
+    const got = await list({ outcome: 'not_attempted' });
     expect(got.events.map((e) => e.kind)).toEqual(['REJECTED', 'PREFLIGHT_FAILED']);
     expect(got.events.map((e) => e.seq)).toEqual(expected.map((e) => e.seq));
     expect(got.next_seq).toBeNull();
   });
 
-  it('when filtering by code, matches the row code only', () => {
-    const got = list({ code: 'REMOTE_ERROR_STATUS' }).events;
+  it('when filtering by code, matches the row code only', async () => {
+    const got = (await list({ code: 'REMOTE_ERROR_STATUS' })).events;
     expect(got).toHaveLength(1);
     expect(got[0]).toMatchObject({
       kind: 'RESULT_COMMITTED',
       action_id: 'act_500_0000001',
       code: 'REMOTE_ERROR_STATUS',
     });
-    expect(list({ code: 'NO_SUCH_CODE' }).events).toEqual([]);
+    expect((await list({ code: 'NO_SUCH_CODE' })).events).toEqual([]);
   });
 
-  it('when filtering by text, matches case-insensitively across the shown fields', () => {
-    expect(list({ text: 'NOT THIS WEEK' }).events.map((e) => e.action_id)).toEqual(['act_rej_0000001']);
-    const byAction = list({ text: 'act_pre' }).events;
+  it('when filtering by text, matches case-insensitively across the shown fields', async () => {
+    expect((await list({ text: 'NOT THIS WEEK' })).events.map((e) => e.action_id)).toEqual(['act_rej_0000001']);
+    const byAction = (await list({ text: 'act_pre' })).events;
     expect(byAction.map((e) => e.seq)).toEqual(
-      allRows()
-        .filter((e) => e.action_id === 'act_pre_0000001')
-        .map((e) => e.seq),
+      (await allRows()).filter((e) => e.action_id === 'act_pre_0000001').map((e) => e.seq),
     );
   });
 
-  it('when a filtered page is full, next_seq pages on by position and the pages join without gaps or repeats', () => {
-    const first = list({ text: 'act_', limit: 3 });
+  it('when a filtered page is full, next_seq pages on by position and the pages join without gaps or repeats', async () => {
+    const first = await list({ text: 'act_', limit: 3 });
     expect(first.events).toHaveLength(3);
     expect(first.next_seq).toBe((first.events.at(-1)?.seq ?? 0) + 1);
     const rest: number[] = [];
     for (let from = first.next_seq; from !== null;) {
-      const page = list({ text: 'act_', limit: 3, from_seq: from });
+      const page = await list({ text: 'act_', limit: 3, from_seq: from });
       rest.push(...page.events.map((e) => e.seq));
       from = page.next_seq;
     }
-    expect([...first.events.map((e) => e.seq), ...rest]).toEqual(allRows().map((e) => e.seq));
+    expect([...first.events.map((e) => e.seq), ...rest]).toEqual((await allRows()).map((e) => e.seq));
   });
 
   it('when filtering by action, reads that action’s rows by its index: found in one call past the scan bound', async () => {
@@ -152,20 +151,20 @@ describe('activity.list: filters by outcome, code and text keep the original seq
       filler.push(...actionPaths.httpNoApproval(`act_fill_${String(i).padStart(6, '0')}`));
     for (let i = 0; i < filler.length; i += 256) await rig.journal.appendBatch(filler.slice(i, i + 256));
     await rig.journal.appendBatch(actionPaths.httpNoApproval('act_far_0000001'));
-    const got = list({ action_id: 'act_far_0000001' });
+    const got = await list({ action_id: 'act_far_0000001' });
     expect(got.events.length).toBeGreaterThan(0);
     expect(got.events.every((e) => e.action_id === 'act_far_0000001')).toBe(true);
     expect(got.events[0]?.seq).toBeGreaterThan(20_000);
     expect(got.next_seq).toBeNull();
-    expect(list({ action_id: 'act_never_000001' })).toEqual({ events: [], next_seq: null });
+    expect(await list({ action_id: 'act_never_000001' })).toEqual({ events: [], next_seq: null });
   });
 
-  it('when unfiltered, pages of any size join into the whole log in seq order, the last one saying the end', () => {
-    const all = allRows().map((e) => e.seq);
+  it('when unfiltered, pages of any size join into the whole log in seq order, the last one saying the end', async () => {
+    const all = (await allRows()).map((e) => e.seq);
     const joined: number[] = [];
     let pages = 0;
     for (let from: number | null = 1; from !== null; pages += 1) {
-      const page = list({ from_seq: from, limit: 7 });
+      const page = await list({ from_seq: from, limit: 7 });
       expect(page.events.length).toBeLessThanOrEqual(7);
       joined.push(...page.events.map((e) => e.seq));
       from = page.next_seq;
@@ -175,8 +174,8 @@ describe('activity.list: filters by outcome, code and text keep the original seq
     expect(pages).toBe(Math.ceil(all.length / 7) + (all.length % 7 === 0 ? 1 : 0));
   });
 
-  it('combines filters (lane and outcome) and refuses an unknown outcome at the schema', () => {
-    expect(list({ lane: 'lane-a', outcome: 'committed' }).events.map((e) => e.action_id)).toEqual([
+  it('combines filters (lane and outcome) and refuses an unknown outcome at the schema', async () => {
+    expect((await list({ lane: 'lane-a', outcome: 'committed' })).events.map((e) => e.action_id)).toEqual([
       'act_ok_00000001',
       'act_500_0000001',
     ]);
@@ -192,9 +191,9 @@ describe('activity.list: filters by outcome, code and text keep the original seq
 describe('actions.show: an open action', () => {
   const rig = readsOverJournal();
   const { show } = rig;
-  const listed = (actionId: string) =>
+  const listed = async (actionId: string) =>
     brokerApiSchemas['actions.list'].output
-      .parse(rig.reads['actions.list']({}))
+      .parse(await rig.reads['actions.list']({}))
       .actions.find((a) => a.action_id === actionId);
 
   it('running: outcome and effect null, as its list row, with how far it got; once recorded, the recorded ones', async () => {
@@ -204,7 +203,7 @@ describe('actions.show: an open action', () => {
     await rig.journal.appendBatch(path.slice(0, cut));
     // The projection's own record still holds the dispatch's provisional unknown: only the shown state leaves it out.
     expect(rig.journal.getAction('act_running_0001')).toMatchObject({ outcome: 'unknown', recorded: false });
-    const running = show('act_running_0001');
+    const running = await show('act_running_0001');
     expect(running.state).toMatchObject({
       outcome: null,
       effect: null,
@@ -213,23 +212,26 @@ describe('actions.show: an open action', () => {
       stage: 'response_started',
       outcome_basis: 'dispatch_started_no_result_recorded',
     });
-    expect(listed('act_running_0001')).toMatchObject({ outcome: running.state.outcome, effect: running.state.effect });
+    expect(await listed('act_running_0001')).toMatchObject({
+      outcome: running.state.outcome,
+      effect: running.state.effect,
+    });
 
     await rig.journal.appendBatch(path.slice(cut));
-    const settled = show('act_running_0001');
+    const settled = await show('act_running_0001');
     expect(settled.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', recorded: true });
-    expect(listed('act_running_0001')).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+    expect(await listed('act_running_0001')).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
   });
 
   it('a retry running after a recorded answer is open again: no outcome until the retry records one', async () => {
     const path = actionPaths.throttledThenRetried('act_retrying_001');
     const secondDispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED' && e.payload.attempt === 2);
     await rig.journal.appendBatch(path.slice(0, secondDispatch + 2));
-    const shown = show('act_retrying_001');
+    const shown = await show('act_retrying_001');
     expect(shown.state).toMatchObject({ outcome: null, effect: null, recorded: false, retry_generation: 1 });
     // The earlier attempt's recorded answer stays in its events.
     expect(shown.events.filter((e) => e.kind === 'OUTCOME_RECORDED').map((e) => e.outcome)).toEqual(['rejected']);
-    expect(listed('act_retrying_001')).toMatchObject({ outcome: null, effect: null, settled_at_ms: null });
+    expect(await listed('act_retrying_001')).toMatchObject({ outcome: null, effect: null, settled_at_ms: null });
   });
 });
 
@@ -246,14 +248,14 @@ describe('activity rows: a time the summary names', () => {
       .httpApproved('act_card_time_01')
       .map((e) => (e.kind === 'CARD_SHOWN' ? { ...e, payload: { expires_at_ms: expires } } : e));
     await rig.journal.appendBatch(path);
-    const events = rig.show('act_card_time_01').events;
+    const events = (await rig.show('act_card_time_01')).events;
     const card = events.find((e) => e.kind === 'CARD_SHOWN');
     expect(card).toMatchObject({ expires_at_ms: expires, summary: 'expires at 2026-12-03T17:28:33.825Z' });
     const others = events.filter((e) => e.kind !== 'CARD_SHOWN');
     expect(others.length).toBeGreaterThan(0);
     expect(others.every((e) => e.expires_at_ms === null)).toBe(true);
     const page = brokerApiSchemas['activity.list'].output.parse(
-      rig.reads['activity.list']({ action_id: 'act_card_time_01' }),
+      await rig.reads['activity.list']({ action_id: 'act_card_time_01' }),
     );
     expect(page.events.find((e) => e.kind === 'CARD_SHOWN')?.expires_at_ms).toBe(expires);
   });
@@ -267,10 +269,10 @@ describe('activity rows: a time the summary names', () => {
 describe('activity.list text: a time matched as the reader sees it', () => {
   const rig = readsOverJournal();
   const expires = Date.UTC(2026, 11, 3, 17, 28, 33, 825);
-  const cards = (input: Record<string, unknown>): number[] => {
+  const cards = async (input: Record<string, unknown>): Promise<number[]> => {
     const parsed = brokerApiSchemas['activity.list'].input.parse(input);
     return brokerApiSchemas['activity.list'].output
-      .parse(rig.reads['activity.list'](parsed))
+      .parse(await rig.reads['activity.list'](parsed))
       .events.filter((e) => e.kind === 'CARD_SHOWN')
       .map((e) => e.expires_at_ms ?? 0);
   };
@@ -281,24 +283,66 @@ describe('activity.list text: a time matched as the reader sees it', () => {
       .map((e) => (e.kind === 'CARD_SHOWN' ? { ...e, payload: { expires_at_ms: expires } } : e));
     await rig.journal.appendBatch(path);
     // The console in Berlin shows "expires at 2026-12-03 18:28:33 CET".
-    expect(cards({ text: '18:28', zone: 'Europe/Berlin' })).toEqual([expires]);
-    expect(cards({ text: 'expires at 2026-12-03 18:28:33 cet', zone: 'Europe/Berlin' })).toEqual([expires]);
-    expect(cards({ text: '17:28', zone: 'Europe/Berlin' })).toEqual([]);
-    expect(cards({ text: 'T17:28:33.825Z', zone: 'Europe/Berlin' })).toEqual([]);
+    expect(await cards({ text: '18:28', zone: 'Europe/Berlin' })).toEqual([expires]);
+    expect(await cards({ text: 'expires at 2026-12-03 18:28:33 cet', zone: 'Europe/Berlin' })).toEqual([expires]);
+    expect(await cards({ text: '17:28', zone: 'Europe/Berlin' })).toEqual([]);
+    expect(await cards({ text: 'T17:28:33.825Z', zone: 'Europe/Berlin' })).toEqual([]);
     // In New York the same card reads 12:28:33 GMT-5.
-    expect(cards({ text: '12:28:33 GMT-5', zone: 'America/New_York' })).toEqual([expires]);
+    expect(await cards({ text: '12:28:33 GMT-5', zone: 'America/New_York' })).toEqual([expires]);
     // What it matched and still shows: the kind, the action id.
-    expect(cards({ text: 'card_shown', zone: 'Europe/Berlin' })).toEqual([expires]);
-    expect(cards({ text: 'act_card_text_01', zone: 'Europe/Berlin' }).length).toBe(1);
+    expect(await cards({ text: 'card_shown', zone: 'Europe/Berlin' })).toEqual([expires]);
+    expect((await cards({ text: 'act_card_text_01', zone: 'Europe/Berlin' })).length).toBe(1);
     // The terminal names no zone and prints ISO UTC: it finds the card by that.
-    expect(cards({ text: 'T17:28:33.825Z' })).toEqual([expires]);
-    expect(cards({ text: '18:28' })).toEqual([]);
+    expect(await cards({ text: 'T17:28:33.825Z' })).toEqual([expires]);
+    expect(await cards({ text: '18:28' })).toEqual([]);
   });
 
-  it('refuses a zone that is no time zone at the schema', () => {
+  it('refuses a zone that is no time zone at the schema', async () => {
     const input = brokerApiSchemas['activity.list'].input;
     expect(input.safeParse({ text: 'x', zone: 'Mars/Olympus' }).success).toBe(false);
     expect(input.safeParse({ text: 'x', zone: '' }).success).toBe(false);
     expect(input.safeParse({ text: 'x', zone: 'UTC' }).success).toBe(true);
+  });
+});
+
+/**
+ * With the journal's writer thread committing, the operator reads wait for what is queued without holding the loop
+ * (Journal.readCurrent): they never drain the thread (Atomics.wait on the loop's turn), and still see every event
+ * appended before them.
+ */
+describe('operator reads over a journal whose batches go to the writer thread', () => {
+  let temp: TempJournal | undefined;
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await temp?.dispose();
+    temp = undefined;
+  });
+
+  it('answer after what was queued before them commits, without draining the thread on the loop', async () => {
+    temp = await openTempJournal({ writerThread: true, threadBatchEventsMin: 1 });
+    const { journal } = temp;
+    const reads = createOperatorReads(journal, { position: () => null, isConnected: () => false });
+    // The action shown is known (its acceptance committed); the rest of its events are queued with 20 more actions.
+    const path = actionPaths.httpNoApproval('act_thread_00000');
+    await journal.appendBatch(path.slice(0, 2));
+    const drain = vi.spyOn(WriterThread.prototype, 'drain');
+    const ids = Array.from({ length: 20 }, (_, i) => `act_thread_${String(i + 1).padStart(5, '0')}`);
+    const appended = [
+      journal.appendBatch(path.slice(2)),
+      ...ids.map((id) => journal.appendBatch(actionPaths.httpNoApproval(id))),
+    ];
+    const [shown, listed, sessions, activity] = await Promise.all([
+      reads['actions.show']({ action_id: 'act_thread_00000' }),
+      reads['actions.list']({ limit: 100 }),
+      reads['sessions.list'](),
+      reads['activity.list']({ limit: 500 }),
+    ]);
+    await Promise.all(appended);
+    expect(drain).not.toHaveBeenCalled();
+    expect(shown.events.map((e) => e.kind)).toEqual(path.map((e) => e.kind));
+    expect(listed.actions).toHaveLength(21);
+    expect(listed.as_of_seq).toBe(journal.stats().last_seq);
+    expect(sessions.sessions).toEqual([]);
+    expect(activity.events).toHaveLength(journal.stats().last_seq);
   });
 });

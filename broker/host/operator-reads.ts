@@ -31,64 +31,74 @@ export function createOperatorReads(
   options: { actionListScanRowsMax?: number } = {},
 ) {
   return {
-    'actions.show': (input: OperatorInput<'actions.show'>): BrokerApi['actions.show']['output'] => {
+    'actions.show': async (input: OperatorInput<'actions.show'>): Promise<BrokerApi['actions.show']['output']> => {
+      // The state as the journal holds it now (its cache moves at each commit's ack); the events read below hold at
+      // least every event that state folded, since they wait for everything queued before them.
       const state = input.action_id.startsWith('act_') ? journal.getAction(input.action_id) : undefined;
       if (state === undefined)
         throw new CodedError('NOT_FOUND', `no action ${input.action_id}`, { field: 'action_id' });
-      const events = journal.subjectEvents(input.action_id);
+      const { events, waited } = await journal.readCurrent(() => {
+        const read = journal.subjectEvents(input.action_id);
+        return { events: read, waited: waitedFor(journal, state, read) };
+      });
       return {
         state: shownState(state),
         queue: queue.position(input.action_id),
         events: events.map(activityRow),
         released_by: laneRelease(events),
-        waited_for: waitedFor(journal, state, events),
+        waited_for: waited,
       };
     },
-    'actions.list': (input: OperatorInput<'actions.list'>): BrokerApi['actions.list']['output'] =>
-      listActions(journal, input, { scanRowsMax: options.actionListScanRowsMax }),
+    'actions.list': (input: OperatorInput<'actions.list'>): Promise<BrokerApi['actions.list']['output']> =>
+      journal.readCurrent(() => listActions(journal, input, { scanRowsMax: options.actionListScanRowsMax })),
     // Each session's figures come from its counter row (migration 017), never from its actions: O(sessions) per call.
-    'sessions.list': (): BrokerApi['sessions.list']['output'] => ({
-      sessions: journal.listCountedSessions().map(({ session, calls, pending }) => ({
+    'sessions.list': async (): Promise<BrokerApi['sessions.list']['output']> => ({
+      sessions: (await journal.readCurrent(() => journal.listCountedSessions())).map(({ session, calls, pending }) => ({
         ...session,
         calls,
         pending,
         connected: queue.isConnected(session.session_id),
       })),
     }),
-    'activity.list': (input: OperatorInput<'activity.list'>): BrokerApi['activity.list']['output'] => {
-      const limit = Math.min(input.limit ?? activityPageDefault, activityPageMax);
-      const events: ActivityEvent[] = [];
-      let next = input.from_seq ?? 1;
-      let scanned = 0;
-      // Unfiltered, every row read is returned: read just the page asked for (each row is decrypted).
-      const filtered = [input.session_id, input.lane, input.action_id, input.outcome, input.code, input.text].some(
-        (f) => f !== undefined,
-      );
-      const readRows = filtered ? scanPageRows : limit;
-      // An action or session filter reads only that id's rows, through its index; the other filters test each row.
-      const only = {
-        ...(input.action_id === undefined ? {} : { action_id: input.action_id }),
-        ...(input.session_id === undefined ? {} : { session_id: input.session_id }),
-      };
-      // Scan forward page by page until the filtered page is full, the log ends, or the scan bound.
-      for (;;) {
-        const page = journal.eventsPage(next, readRows, only);
-        for (const row of page) {
-          scanned += 1;
-          next = row.seq + 1;
-          if (input.session_id !== undefined && row.session_id !== input.session_id) continue;
-          if (input.lane !== undefined && row.lane !== input.lane) continue;
-          if (input.action_id !== undefined && row.action_id !== input.action_id) continue;
-          const shown = activityRow(row);
-          if (!matchesShownRow(shown, input)) continue;
-          events.push(shown);
-          if (events.length >= limit) return { events, next_seq: next };
-        }
-        if (page.length < readRows) return { events, next_seq: null };
-        if (scanned >= scanRowsMax) return { events, next_seq: next };
-      }
-    },
+    // The reads wait for what is queued without holding the loop (Journal.readCurrent), then read on one snapshot.
+    'activity.list': (input: OperatorInput<'activity.list'>): Promise<BrokerApi['activity.list']['output']> =>
+      journal.readCurrent(() => activityPage(journal, input)),
   };
+}
+
+/** One Activity page (activity.list), read inside Journal.readCurrent. */
+function activityPage(journal: Journal, input: OperatorInput<'activity.list'>): BrokerApi['activity.list']['output'] {
+  const limit = Math.min(input.limit ?? activityPageDefault, activityPageMax);
+  const events: ActivityEvent[] = [];
+  let next = input.from_seq ?? 1;
+  let scanned = 0;
+  // Unfiltered, every row read is returned: read just the page asked for (each row is decrypted).
+  const filtered = [input.session_id, input.lane, input.action_id, input.outcome, input.code, input.text].some(
+    (f) => f !== undefined,
+  );
+  const readRows = filtered ? scanPageRows : limit;
+  // An action or session filter reads only that id's rows, through its index; the other filters test each row.
+  const only = {
+    ...(input.action_id === undefined ? {} : { action_id: input.action_id }),
+    ...(input.session_id === undefined ? {} : { session_id: input.session_id }),
+  };
+  // Scan forward page by page until the filtered page is full, the log ends, or the scan bound.
+  for (;;) {
+    const page = journal.eventsPage(next, readRows, only);
+    for (const row of page) {
+      scanned += 1;
+      next = row.seq + 1;
+      if (input.session_id !== undefined && row.session_id !== input.session_id) continue;
+      if (input.lane !== undefined && row.lane !== input.lane) continue;
+      if (input.action_id !== undefined && row.action_id !== input.action_id) continue;
+      const shown = activityRow(row);
+      if (!matchesShownRow(shown, input)) continue;
+      events.push(shown);
+      if (events.length >= limit) return { events, next_seq: next };
+    }
+    if (page.length < readRows) return { events, next_seq: null };
+    if (scanned >= scanRowsMax) return { events, next_seq: next };
+  }
 }
 
 /**

@@ -39,11 +39,13 @@ async function appendActions(journal: Journal, actions: readonly NewEvent[][]): 
 
 function reads(journal: Journal) {
   const operator = createOperatorReads(journal, { position: () => null, isConnected: () => false });
-  return () => brokerApiSchemas['sessions.list'].output.parse(operator['sessions.list']()).sessions;
+  return async () => brokerApiSchemas['sessions.list'].output.parse(await operator['sessions.list']()).sessions;
 }
 
-function figures(journal: Journal): Record<string, { calls: number; pending: number }> {
-  return Object.fromEntries(reads(journal)().map((s) => [s.session_id, { calls: s.calls, pending: s.pending }]));
+async function figures(journal: Journal): Promise<Record<string, { calls: number; pending: number }>> {
+  return Object.fromEntries(
+    (await reads(journal)()).map((s) => [s.session_id, { calls: s.calls, pending: s.pending }]),
+  );
 }
 
 /** The scan's figures for the listed sessions (a session with no action has none: 0 and 0). */
@@ -80,18 +82,18 @@ describe('sessions.list: calls and pending', () => {
     const t = await journalWithSessions();
     const ids = [big, small, idle];
     // Every action counts (not the first 1,000); pending: neither classified nor dispatched (cases 0 and 1 of five).
-    expect(figures(t.journal)).toEqual({
+    expect(await figures(t.journal)).toEqual({
       [big]: { calls: bigActions, pending: (bigActions / 5) * 2 },
       [small]: { calls: 7, pending: 4 },
       [idle]: { calls: 0, pending: 0 },
     });
-    expect(figures(t.journal)).toEqual(scanned(t.reader(), ids));
+    expect(await figures(t.journal)).toEqual(scanned(t.reader(), ids));
 
     // Reopened on the same file: recovery classifies what the first run left open, through the same counted writes.
     await t.journal.close();
     const second = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     try {
-      const after = figures(second);
+      const after = await figures(second);
       expect(after[big]?.calls).toBe(bigActions);
       expect(after).toEqual(scanned(t.reader(), ids));
       // New actions after the restart, then some of them sent: pending follows each commit.
@@ -100,13 +102,13 @@ describe('sessions.list: calls and pending', () => {
         second,
         fresh.map((id) => inSession(actionPaths.httpNoApproval(id).slice(0, 1), big)),
       );
-      expect(figures(second)[big]).toEqual({ calls: bigActions + 30, pending: after[big]!.pending + 30 });
+      expect((await figures(second))[big]).toEqual({ calls: bigActions + 30, pending: after[big]!.pending + 30 });
       await appendActions(
         second,
         fresh.slice(0, 10).map((id) => actionPaths.httpNoApproval(id).slice(1)),
       );
-      expect(figures(second)[big]).toEqual({ calls: bigActions + 30, pending: after[big]!.pending + 20 });
-      expect(figures(second)).toEqual(scanned(t.reader(), ids));
+      expect((await figures(second))[big]).toEqual({ calls: bigActions + 30, pending: after[big]!.pending + 20 });
+      expect(await figures(second)).toEqual(scanned(t.reader(), ids));
     } finally {
       await second.close();
     }
@@ -114,7 +116,7 @@ describe('sessions.list: calls and pending', () => {
     // And once more, with nothing appended in between: the stored figures, as the last run left them.
     const third = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     try {
-      expect(figures(third)).toEqual(scanned(t.reader(), ids));
+      expect(await figures(third)).toEqual(scanned(t.reader(), ids));
     } finally {
       await third.close();
     }
@@ -123,8 +125,8 @@ describe('sessions.list: calls and pending', () => {
   it('reads one row per session and no action row, however many actions a session has', async () => {
     const t = await journalWithSessions();
     const list = reads(t.journal);
-    list();
-    const { value: listed, reads: seen } = countingRowsRead(() => list());
+    await list();
+    const { value: listed, reads: seen } = await countingRowsRead(() => list());
     expect(listed).toHaveLength(3);
     expect(seen.filter((r) => /\bactions\b/.test(r.sql))).toEqual([]);
     expect(seen.reduce((n, r) => n + r.rows, 0)).toBe(listed.length);
@@ -132,10 +134,12 @@ describe('sessions.list: calls and pending', () => {
 });
 
 /**
- * Runs `body` with every better-sqlite3 statement's row-returning methods counted: the SQL each ran and the rows it
+ * Runs `body` (until it settles) with every better-sqlite3 statement's row-returning methods counted: the SQL each ran and the rows it
  * handed back. A read that scanned a session's actions shows up here as rows, whatever the clock says.
  */
-function countingRowsRead<T>(body: () => T): { value: T; reads: { sql: string; rows: number }[] } {
+async function countingRowsRead<T>(
+  body: () => Promise<T>,
+): Promise<{ value: T; reads: { sql: string; rows: number }[] }> {
   const reads: { sql: string; rows: number }[] = [];
   const proto = statementPrototype(opened[0]!.reader());
   const saved = { all: proto.all, get: proto.get, iterate: proto.iterate };
@@ -158,7 +162,7 @@ function countingRowsRead<T>(body: () => T): { value: T; reads: { sql: string; r
     }
   };
   try {
-    return { value: body(), reads };
+    return { value: await body(), reads };
   } finally {
     Object.assign(proto, saved);
   }

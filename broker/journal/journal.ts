@@ -435,6 +435,8 @@ export class Journal implements BesideWriter {
   /** Units ever queued, and units settled (FIFO): durable() waits until what was queued before it is settled. */
   private unitsQueued = 0;
   private unitsSettled = 0;
+  /** Inside readCurrent's read: requireCurrent commits nothing more (what queued after the call is not that read's). */
+  private currentReads = 0;
   private settledWaiters: Array<{ through: number; resolve: () => void; reject: (error: unknown) => void }> = [];
   private readonly unsubscribe: Array<() => void> = [];
   private readonly commitListeners = new Set<(commit: JournalCommit) => void>();
@@ -760,6 +762,68 @@ export class Journal implements BesideWriter {
   }
 
   /**
+   * Runs `read` once everything appended before this call is committed, without holding the loop while the writer
+   * thread commits it: the async form of the reads that commit what is queued first (`requireCurrent`: eventsPage,
+   * subjectEvents, actionCounts, outcomeCounts, the action list...), for callers that can wait (the operator's and the
+   * agents' reads). The contract:
+   *
+   * - It resolves once every unit queued (or in flight) when it was called has settled: appends and appendLater units
+   *   made before the call are seen (durable() waits the same way, for the same units). Without a writer thread they
+   *   commit inline on this turn, as requireCurrent always did.
+   * - `read` runs in a read transaction on the journal's connection (deferred BEGIN, COMMIT after it), so a read of
+   *   several statements sees one snapshot while the thread commits later batches beside it; it runs on one turn, so
+   *   no inline commit can come between its statements either. Inside it requireCurrent commits nothing more: what was
+   *   queued after the call is not this read's to see (it may see some of it: a batch the thread committed meanwhile).
+   * - What the journal keeps in memory (the state and session caches, the lanes' tickets, stats()) moves at each
+   *   batch's ack, so it may be behind the snapshot, never ahead of it. laneHeads mixes the two and stays a synchronous
+   *   read (the approval queue's planning).
+   * - A journal that fails while the read waits: rejects JOURNAL_UNAVAILABLE and `read` never runs. One that starts
+   *   closing meanwhile is read once what the read waited for has settled (close commits it first), as a read made
+   *   while it closes is. A failed journal is read at once (nothing more will commit), as the synchronous reads do; a
+   *   closed one refuses. `read` must be synchronous: a promise returned is refused (its rest would run outside the
+   *   snapshot).
+   */
+  readCurrent<T>(read: () => T): Promise<T> {
+    if (this.state === 'closed') return Promise.reject(this.unavailable());
+    if (this.thread === undefined || this.state !== 'open') {
+      try {
+        // Inline: what is queued commits on this turn, as requireCurrent does. Failed or closing: nothing more will.
+        if (this.state === 'open') this.flushQueued();
+        return Promise.resolve(this.readInSnapshot(read));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.settledThrough(this.unitsQueued).then(() => {
+      // Closing: what this read waited for has settled (close flushes first) and the file is still open, as for a
+      // read made while closing (answered at once above). Closed: nothing can be read.
+      if (this.state === 'closed') throw this.unavailable();
+      return this.readInSnapshot(read);
+    });
+  }
+
+  /** `read` in one read transaction (one snapshot of the file), with requireCurrent committing nothing meanwhile. */
+  private readInSnapshot<T>(read: () => T): T {
+    this.requireReadable();
+    // Nested in another read (or, never on this path, a commit): its transaction is the snapshot already.
+    const begun = !this.db.inTransaction;
+    // Deferred: no lock is taken; the snapshot is fixed by the first statement and held until COMMIT.
+    if (begun) this.db.exec('BEGIN');
+    this.currentReads += 1;
+    try {
+      const value = read();
+      // An async read would run its later part outside the snapshot (and drain the thread there): refused.
+      if (typeof (value as { then?: unknown } | null)?.then === 'function')
+        throw new TypeError('Journal.readCurrent: the read must be synchronous (it returned a promise)');
+      return value;
+    } finally {
+      this.currentReads -= 1;
+      // A read-only transaction: COMMIT only ends it (it cannot fail for a lock, nothing was written).
+      if (begun && this.db.inTransaction) this.db.exec('COMMIT');
+    }
+  }
+
+  /**
    * Resolves once the event at `seq` (already appended) is durable, by a sync other appends asked for: it starts none,
    * so it can wait long (an action waiting for a person is covered by the next dispatch's sync of any action). Tells
    * what a crash cannot take back without adding a sync to any path.
@@ -879,6 +943,15 @@ export class Journal implements BesideWriter {
   getActionTimeline(actionId: string): ActionTimeline | undefined {
     this.requireCurrent();
     return this.store.loadTimeline(actionId);
+  }
+
+  /**
+   * The position of the newest event the file holds, as this connection reads it: inside readCurrent's read, its
+   * snapshot's (stats().last_seq moves at each batch's ack, so it can be behind the rows such a read sees).
+   */
+  committedSeq(): number {
+    this.requireCurrent();
+    return this.store.lastSeq();
   }
 
   /** The wall time the newest event recorded (null for an empty log). */
@@ -1172,6 +1245,8 @@ export class Journal implements BesideWriter {
       this.db.close();
       this.state = 'closed';
     }
+    // Whoever still waits for units (durable(), readCurrent) hears the close instead of waiting for ever.
+    for (const waiter of this.settledWaiters.splice(0)) waiter.reject(this.unavailable());
   }
 
   private enqueue(
@@ -1772,6 +1847,8 @@ export class Journal implements BesideWriter {
   /** A read of the log or of the tables as a whole: what appendLater holds is committed first, so it is seen. */
   private requireCurrent(): void {
     this.requireReadable();
+    // Inside readCurrent's read, what it waited for is committed; flushQueued would also return (a transaction is open).
+    if (this.currentReads > 0) return;
     this.flushQueued();
   }
 
