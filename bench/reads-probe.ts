@@ -11,63 +11,11 @@
  *   node --import tsx bench/reads-probe.ts [seconds per phase, default 4, at most 5]
  */
 import { performance } from 'node:perf_hooks';
-import { actionPathNames, actionPaths } from '../broker/testing/action-paths.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { type Journal } from '../broker/journal/index.js';
+import { phase, printPhase, type Recorder } from './journal-load.js';
 
 const seconds = Math.min(5, Number(process.argv[2] ?? 4));
-const dispatchers = 128;
-
-interface Phase {
-  readonly name: string;
-  readonly events: number;
-  readonly gapsMs: number[];
-  readonly readsMs: Record<string, number[]>;
-}
-
-function pct(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
-/** `dispatchers` callers driving every action path one append at a time, until `stop`. */
-async function load(journal: Journal, stop: () => boolean): Promise<number> {
-  let events = 0;
-  let n = 0;
-  const run = async (d: number): Promise<void> => {
-    while (!stop()) {
-      const name = actionPathNames[n % actionPathNames.length] as (typeof actionPathNames)[number];
-      const id = `act_l${String(d).padStart(4, '0')}n${String((n += 1)).padStart(8, '0')}`;
-      for (const event of actionPaths[name](id)) {
-        await journal.append(event).catch(() => undefined);
-        events += 1;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: dispatchers }, (_, d) => run(d)));
-  return events;
-}
-
-type Recorder = (what: string, ms: number) => void;
-
-async function phase(name: string, journal: Journal, reads: ((record: Recorder) => void) | undefined): Promise<Phase> {
-  const until = performance.now() + seconds * 1000;
-  const gapsMs: number[] = [];
-  let last = performance.now();
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    gapsMs.push(now - last);
-    last = now;
-  }, 1);
-  const readsMs: Record<string, number[]> = {};
-  const record: Recorder = (what, ms) => (readsMs[what] ??= []).push(ms);
-  const reader = reads === undefined ? undefined : setInterval(() => reads(record), 10);
-  const events = await load(journal, () => performance.now() >= until);
-  clearInterval(ticker);
-  if (reader !== undefined) clearInterval(reader);
-  return { name, events, gapsMs, readsMs };
-}
 
 /** A synchronous read: all of it on the loop. */
 function syncRead(what: string, record: Recorder, read: () => unknown): void {
@@ -100,28 +48,19 @@ async function main(): Promise<void> {
   const temp = await openTempJournal({ writerThread: true, threadBatchEventsMin: 1 });
   const journal = temp.journal;
   try {
-    await phase('warm-up', journal, undefined);
+    await phase('warm-up', journal, seconds, undefined);
     const phases = [
-      await phase('load alone', journal, undefined),
-      await phase('load + synchronous reads', journal, (record) => {
+      await phase('load alone', journal, seconds, undefined),
+      await phase('load + synchronous reads', journal, seconds, (_i, record) => {
         syncRead('eventsPage(1, 50)', record, () => journal.eventsPage(1, 50));
         syncRead('listActions 50', record, () => journal.listActions({ limit: 50 }));
       }),
-      await phase('load + readCurrent reads', journal, (record) => {
+      await phase('load + readCurrent reads', journal, seconds, (_i, record) => {
         currentRead(journal, 'eventsPage(1, 50)', record, () => journal.eventsPage(1, 50));
         currentRead(journal, 'listActions 50', record, () => journal.listActions({ limit: 50 }));
       }),
     ];
-    for (const p of phases) {
-      const over = (ms: number): number => p.gapsMs.filter((g) => g > ms).length;
-      console.log(
-        `${p.name}: ${Math.round(p.events / seconds)} events/s; loop gap p50 ${pct(p.gapsMs, 50).toFixed(2)} p99 ${pct(p.gapsMs, 99).toFixed(2)} max ${Math.max(...p.gapsMs).toFixed(2)} ms; > 10 ms: ${over(10)}, > 20 ms: ${over(20)}`,
-      );
-      for (const [what, ms] of Object.entries(p.readsMs))
-        console.log(
-          `  ${what}: n ${ms.length}, p50 ${pct(ms, 50).toFixed(3)} p90 ${pct(ms, 90).toFixed(3)} p99 ${pct(ms, 99).toFixed(3)} max ${Math.max(...ms).toFixed(3)} ms`,
-        );
-    }
+    for (const p of phases) printPhase(p, seconds);
   } finally {
     await temp.dispose();
   }

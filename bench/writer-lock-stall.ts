@@ -11,71 +11,13 @@
  *   node --import tsx bench/writer-lock-stall.ts [seconds per phase, default 5] [--own-connections]
  */
 import { performance } from 'node:perf_hooks';
-import { actionPathNames, actionPaths } from '../broker/testing/action-paths.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
-import { ResultStore, RequestStore, recordingIdOf, type Journal } from '../broker/journal/index.js';
+import { ResultStore, RequestStore, recordingIdOf } from '../broker/journal/index.js';
 import { resultPurgeBatch } from '../broker/host/result-purge.js';
+import { dispatchers, phase, printPhase, type Recorder } from './journal-load.js';
 
 const seconds = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5);
 const ownConnections = process.argv.includes('--own-connections');
-const dispatchers = 128;
-
-interface Phase {
-  readonly name: string;
-  readonly events: number;
-  readonly gapsMs: number[];
-  readonly writesMs: Record<string, number[]>;
-}
-
-function pct(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
-/** `dispatchers` callers driving every action path one append at a time, until `stop`: batches of ~100 events. */
-async function load(journal: Journal, stop: () => boolean): Promise<number> {
-  let events = 0;
-  let n = 0;
-  const run = async (d: number): Promise<void> => {
-    while (!stop()) {
-      const name = actionPathNames[n % actionPathNames.length] as (typeof actionPathNames)[number];
-      const id = `act_l${String(d).padStart(4, '0')}n${String((n += 1)).padStart(8, '0')}`;
-      for (const event of actionPaths[name](id)) {
-        await journal.append(event).catch(() => undefined);
-        events += 1;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: dispatchers }, (_, d) => run(d)));
-  return events;
-}
-
-type Recorder = (what: string, ms: number) => void;
-
-async function phase(
-  name: string,
-  journal: Journal,
-  sideWrites: ((i: number, record: Recorder) => void) | undefined,
-): Promise<Phase> {
-  const until = performance.now() + seconds * 1000;
-  const stop = (): boolean => performance.now() >= until;
-  const gapsMs: number[] = [];
-  let last = performance.now();
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    gapsMs.push(now - last);
-    last = now;
-  }, 1);
-  const writesMs: Record<string, number[]> = {};
-  const record: Recorder = (what, ms) => (writesMs[what] ??= []).push(ms);
-  let i = 0;
-  const side = sideWrites === undefined ? undefined : setInterval(() => sideWrites((i += 1), record), 10);
-  const events = await load(journal, stop);
-  clearInterval(ticker);
-  if (side !== undefined) clearInterval(side);
-  return { name, events, gapsMs, writesMs };
-}
 
 /**
  * Times a write: the loop's share (until the call returns; with `loopUntilSettled`, until its promise settles) and until
@@ -104,10 +46,10 @@ async function main(): Promise<void> {
   const cast = Buffer.alloc(4096, 0x61);
   const sealed = new Uint8Array(2048).fill(7);
   try {
-    await phase('warm-up', temp.journal, undefined);
+    await phase('warm-up', temp.journal, seconds, undefined);
     const phases = [
-      await phase('load alone', temp.journal, undefined),
-      await phase('load + side writes', temp.journal, (i, record) => {
+      await phase('load alone', temp.journal, seconds, undefined),
+      await phase('load + side writes', temp.journal, seconds, (i, record) => {
         const actionId = `act_side${String(i).padStart(8, '0')}`;
         const recordingId = recordingIdOf(actionId);
         const nowMs = temp.clock.nowMs();
@@ -144,16 +86,7 @@ async function main(): Promise<void> {
     console.log(
       `writer thread: ${JSON.stringify(stats.writer_thread)}; ${seconds} s per phase, ${dispatchers} callers`,
     );
-    for (const p of phases) {
-      const over = (ms: number): number => p.gapsMs.filter((g) => g > ms).length;
-      console.log(
-        `${p.name}: ${Math.round(p.events / seconds)} events/s; loop gap p50 ${pct(p.gapsMs, 50).toFixed(2)} p99 ${pct(p.gapsMs, 99).toFixed(2)} max ${Math.max(...p.gapsMs).toFixed(2)} ms; gaps > 5 ms: ${over(5)}, > 10 ms: ${over(10)}, > 20 ms: ${over(20)}`,
-      );
-      for (const [what, ms] of Object.entries(p.writesMs))
-        console.log(
-          `  ${what}: n ${ms.length}, p50 ${pct(ms, 50).toFixed(3)} p90 ${pct(ms, 90).toFixed(3)} p99 ${pct(ms, 99).toFixed(3)} max ${Math.max(...ms).toFixed(3)} ms; > 1 ms: ${ms.filter((m) => m > 1).length}`,
-        );
-    }
+    for (const p of phases) printPhase(p, seconds, 1);
   } finally {
     requests.close();
     results.close();

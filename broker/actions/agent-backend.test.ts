@@ -272,19 +272,28 @@ describe('when an agent calls a tool', () => {
     }
   });
 
-  it('a decided call’s answer reads its events through readCurrent (never draining the writer on the loop)', async () => {
-    const sessionId = await approvedSession(612);
-    const journal = f.h.temp.journal;
+  /** A call on an approval route that timed out waiting (50 ms), then approved by a person: a decided action. */
+  async function approvedAfterTimeout(
+    sessionSeed: number,
+    document: number,
+  ): Promise<{ sessionId: string; late: ReturnType<typeof actionReply> }> {
+    const sessionId = await approvedSession(sessionSeed);
     const late = actionReply(
       await backend.call(
         sessionId,
         'http_request',
-        { route: 'docs', method: 'POST', path: '/documents/8', body: '{"marker":"late"}', timeout_ms: 50 },
+        { route: 'docs', method: 'POST', path: `/documents/${document}`, body: '{"marker":"late"}', timeout_ms: 50 },
         never,
       ),
     );
     const [card] = await waitForCardCount(f.queue, 1);
     await f.queue.approve(card?.ticket ?? 0, person);
+    return { sessionId, late };
+  }
+
+  it('a decided call’s answer reads its events through readCurrent (never draining the writer on the loop)', async () => {
+    const { sessionId, late } = await approvedAfterTimeout(612, 8);
+    const journal = f.h.temp.journal;
     let inside = 0;
     const eventReads: string[] = [];
     const readCurrent = journal.readCurrent.bind(journal);
@@ -318,18 +327,8 @@ describe('when an agent calls a tool', () => {
   });
 
   it('a decision read that fails leaves the action’s answer as it is (never a refusal naming no action)', async () => {
-    const sessionId = await approvedSession(613);
+    const { sessionId, late } = await approvedAfterTimeout(613, 9);
     const journal = f.h.temp.journal;
-    const late = actionReply(
-      await backend.call(
-        sessionId,
-        'http_request',
-        { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"late"}', timeout_ms: 50 },
-        never,
-      ),
-    );
-    const [card] = await waitForCardCount(f.queue, 1);
-    await f.queue.approve(card?.ticket ?? 0, person);
     await f.h.temp.journal.durable();
     vi.spyOn(journal, 'readCurrent').mockImplementation(() =>
       Promise.reject(Object.assign(new Error('the journal is closing'), { code: 'JOURNAL_UNAVAILABLE' })),

@@ -3,10 +3,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isCodedError } from '../contract/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
-import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
-import { RequestStore } from './request-store.js';
+import { holdWriteLock, openJournalWithStores, type JournalWithStores } from '../testing/beside-stores.js';
 import { recordingChunkBytes } from './recording-store.js';
-import { ResultStore } from './result-store.js';
 import { WriterThread } from './writer-thread.js';
 
 /*
@@ -15,43 +13,18 @@ import { WriterThread } from './writer-thread.js';
  * own commits, mostly) is waited for on the thread, never in SQLite's busy handler on the loop.
  */
 
-interface Opened {
-  readonly temp: TempJournal;
-  readonly results: ResultStore;
-  readonly requests: RequestStore;
-}
+type Opened = JournalWithStores;
 
 const opened: Opened[] = [];
 afterEach(async () => {
   vi.restoreAllMocks();
-  for (const { temp, results, requests } of opened.splice(0)) {
-    requests.close();
-    results.close();
-    await temp.dispose();
-  }
+  for (const o of opened.splice(0)) await o.close();
 });
 
-/** A journal (with a writer thread running, or inline) and the broker's two stores beside it, writing through it. */
 async function open(writerThread: boolean): Promise<Opened> {
-  const temp = await openTempJournal({ writerThread, ...(writerThread ? {} : { threadBatchEventsMin: 12 }) });
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker', journal: temp.journal });
-  const requests = RequestStore.open(temp.path, process.platform, temp.journal);
-  const o = { temp, results, requests };
+  const o = await openJournalWithStores(writerThread);
   opened.push(o);
   return o;
-}
-
-/** Another connection takes the write lock (as the writer thread does while it commits) and keeps it for `ms`. */
-function holdWriteLock(path: string, ms: number): Promise<void> {
-  const db = new Database(path);
-  db.exec('BEGIN IMMEDIATE');
-  return new Promise((resolve) =>
-    setTimeout(() => {
-      db.exec('COMMIT');
-      db.close();
-      resolve();
-    }, ms),
-  );
 }
 
 const kept = (actionId: string, t: number) => ({

@@ -6,10 +6,9 @@ import { actionPaths } from '../testing/action-paths.js';
 import { createCapturedLogger } from '../testing/captured-logger.js';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
 import { ManualTimers } from '../testing/manual-timers.js';
-import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { holdWriteLock, openJournalWithStores, type JournalWithStores } from '../testing/beside-stores.js';
 import { dropWhenSettled } from '../actions/kept-request.js';
 import { writeBesideOp, type BesideOp, type BesideOpKind } from './beside-rows.js';
-import { RequestStore } from './request-store.js';
 import { resultChunkBytes, ResultStore } from './result-store.js';
 import { WriterThread } from './writer-thread.js';
 
@@ -19,46 +18,21 @@ import { WriterThread } from './writer-thread.js';
  * commits, mostly) is waited for on the thread, never in SQLite's busy handler on the loop.
  */
 
-interface Opened {
-  readonly temp: TempJournal;
-  readonly results: ResultStore;
-  readonly requests: RequestStore;
-}
+type Opened = JournalWithStores;
 
 const opened: Opened[] = [];
 const closers: (() => unknown)[] = [];
 afterEach(async () => {
   vi.restoreAllMocks();
   for (const close of closers.splice(0).reverse()) await close();
-  for (const { temp, results, requests } of opened.splice(0)) {
-    requests.close();
-    results.close();
-    await temp.dispose();
-  }
+  for (const o of opened.splice(0)) await o.close();
 });
 
-/** A journal (with a writer thread running, or inline) and the broker's two stores beside it, purging through it. */
 async function open(writerThread: boolean): Promise<Opened> {
   // Through the thread, every batch goes to it (a lone event too); inline, none does.
-  const temp = await openTempJournal({ writerThread, threadBatchEventsMin: writerThread ? 1 : 12 });
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker', journal: temp.journal });
-  const requests = RequestStore.open(temp.path, process.platform, temp.journal);
-  const o = { temp, results, requests };
+  const o = await openJournalWithStores(writerThread, 1);
   opened.push(o);
   return o;
-}
-
-/** Another connection takes the write lock (as the writer thread does while it commits) and keeps it for `ms`. */
-function holdWriteLock(path: string, ms: number): Promise<void> {
-  const db = new Database(path);
-  db.exec('BEGIN IMMEDIATE');
-  return new Promise((resolve) =>
-    setTimeout(() => {
-      db.exec('COMMIT');
-      db.close();
-      resolve();
-    }, ms),
-  );
 }
 
 /** A result of `n` stored at `createdAtMs`, two chunks of byte `fill`, on the store's own connection. */
