@@ -5,7 +5,7 @@ import type { RowCipher } from './audit-writer.js';
 import { writeResultRows, type ResultRows } from './result-rows.js';
 import { requireDurableConnection } from './durability.js';
 import { RecordingStore, type RecordingStoreRole } from './recording-store.js';
-import { writeBesideOp, type BesideOp, type BesideWriter } from './beside-rows.js';
+import { writeBesideOrHere, type BesideOp, type BesideWriter } from './beside-rows.js';
 
 /** Stored bytes per chunk row: bounds one row and lets a reader resume from a chunk. */
 export const resultChunkBytes = 64 * 1024;
@@ -260,9 +260,7 @@ export class ResultStore {
 
   /** One write beside the journal, in a transaction of its own: through its writer thread while one runs, else here. */
   private async write(op: BesideOp): Promise<number> {
-    const posted = this.beside?.writeBeside([op]);
-    const answer =
-      posted !== undefined ? (await posted)[0] : this.db.transaction(() => writeBesideOp(this.db, op)).immediate();
+    const answer = await writeBesideOrHere(this.beside, this.db, op);
     if (typeof answer !== 'number') throw new CodedError('INTERNAL', `${op.kind} answered no count`);
     return answer;
   }
