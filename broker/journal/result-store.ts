@@ -151,8 +151,12 @@ export class ResultStore {
     }
   }
 
-  /** Commits a result in a transaction of its own (RESULT_COMMITTED's path uses rowsOf instead: one transaction). */
+  /**
+   * Commits a result in a transaction of its own (RESULT_COMMITTED's path uses rowsOf instead: one transaction). Once
+   * closed (the broker stopping) it is refused SHUTTING_DOWN, as a purge is, not with the connection's own error.
+   */
   commit(input: ResultInput): void {
+    if (this.closed) throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no result is committed');
     const rows = this.rowsOf(input);
     this.db.transaction(() => writeResultRows(this.db, rows)).immediate();
   }
