@@ -1269,7 +1269,11 @@ export class Journal implements BesideWriter {
       this.db.close();
       this.state = 'closed';
     }
-    // Whoever still waits for units (durable(), readCurrent) hears the close instead of waiting for ever.
+    // Whoever still waits for units (durable(), readCurrent) hears the close instead of waiting for ever. Defensive:
+    // the first flush settled every unit (or failed the journal, which answered the waiters), and none is queued after
+    // it, so none waits here today. It stays because rejectQueued settles units without answering their waiters: were
+    // that flush ever skipped (it returns while a transaction is open; a close inside a readCurrent read, the one way
+    // there, is refused), they would otherwise wait for ever.
     for (const waiter of this.settledWaiters.splice(0)) waiter.reject(this.unavailable());
   }
 
