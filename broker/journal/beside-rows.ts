@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { CodedError } from '../contract/index.js';
 import { statementCache } from '../ports/open-database.js';
 
 /**
@@ -77,6 +78,26 @@ export interface BesideWriter {
    * each one's answer once committed; undefined when no writer thread runs (the caller writes on its own connection).
    */
   writeBeside(ops: readonly BesideOp[]): Promise<BesideResult[]> | undefined;
+}
+
+/**
+ * One write beside the journal, in a transaction of its own, for the stores (results, recordings, kept requests):
+ * posted to the journal's writer thread while one runs (`beside`: after everything posted before it), else on the
+ * store's own connection `db`, in an IMMEDIATE transaction taken on this turn (the write lock waited for with the
+ * connection's busy timeout), as the thread runs its ops in one. Resolves with the op's answer; whatever the write
+ * meets rejects (never a synchronous throw). A store refuses on its own once closed, before calling this: the writer
+ * thread may outlive it.
+ */
+export async function writeBesideOrHere(
+  beside: BesideWriter | undefined,
+  db: Database.Database,
+  op: BesideOp,
+): Promise<BesideResult> {
+  const posted = beside?.writeBeside([op]);
+  if (posted === undefined) return db.transaction(() => writeBesideOp(db, op)).immediate();
+  const [answer] = await posted;
+  if (answer === undefined) throw new CodedError('INTERNAL', `${op.kind} was answered nothing by the writer thread`);
+  return answer;
 }
 
 const besideKinds: ReadonlySet<string> = new Set<BesideOpKind>([

@@ -192,3 +192,27 @@ describe('writes beside the journal (recordings, kept requests) with the writer 
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 });
+
+describe("writes beside the journal on the store's own connection (no writer thread)", () => {
+  it('a write that fails rolls its own transaction back: the connection holds no lock after it, and the next write lands', async () => {
+    const o = await open(false);
+    // Waits 100 ms at most for a lock: a store connection left in its transaction would make it fail busy.
+    const other = new Database(o.temp.path, { timeout: 100 });
+    other.exec(`ALTER TABLE kept_requests RENAME TO kept_requests_moved`);
+    other.exec(`ALTER TABLE recordings RENAME TO recordings_moved`);
+    await expect(o.requests.keep(kept('act_own_0001', 1))).rejects.toThrow(/kept_requests/);
+    await expect(o.results.recordings.start('act_own_0002', 2)).rejects.toThrow(/recordings/);
+    // Both stores (one connection for results and recordings, one for kept requests) are out of any transaction.
+    other.exec(`ALTER TABLE kept_requests_moved RENAME TO kept_requests`);
+    other.exec(`ALTER TABLE recordings_moved RENAME TO recordings`);
+    other.close();
+    await o.requests.keep(kept('act_own_0001', 1));
+    await o.results.recordings.start('act_own_0002', 2);
+    await o.results.recordings.finish('rec_own_0002', Buffer.from('cast'), false, 3);
+    expect(o.requests.read('act_own_0001', 2)?.route).toBe('docs');
+    expect(o.results.recordings.read('act_own_0002').cast.toString()).toBe('cast');
+    // The journal's own connection commits as ever.
+    await o.temp.journal.append(actionPaths.sshExit23('act_own_0003')[0] as never);
+    expect(o.temp.journal.getAction('act_own_0003')).toBeDefined();
+  });
+});

@@ -753,6 +753,8 @@ export class Journal implements BesideWriter {
    * may otherwise still be only in the page cache when the agent reads the id.
    */
   durable(): Promise<void> {
+    const misuse = this.refusedInsideRead('durable()');
+    if (misuse !== undefined) return Promise.reject(misuse);
     if (this.state === 'failed') return Promise.reject(this.unavailable());
     // What appendLater holds rides in a commit now: durable() vouches for everything appended before it was called.
     // A commit that fails here has failed the journal and abandoned the sync: whenDurable rejects.
@@ -781,9 +783,11 @@ export class Journal implements BesideWriter {
    *   closing meanwhile is read once what the read waited for has settled (close commits it first), as a read made
    *   while it closes is. A failed journal is read at once (nothing more will commit), as the synchronous reads do; a
    *   closed one refuses. `read` must be synchronous: a promise returned is refused (its rest would run outside the
-   *   snapshot).
+   *   snapshot). Inside it, what needs a commit (durable(), readCurrent, close) is refused INVALID_ARGUMENT.
    */
   readCurrent<T>(read: () => T): Promise<T> {
+    const misuse = this.refusedInsideRead('readCurrent()');
+    if (misuse !== undefined) return Promise.reject(misuse);
     if (this.state === 'closed') return Promise.reject(this.unavailable());
     if (this.thread === undefined || this.state !== 'open') {
       try {
@@ -802,10 +806,26 @@ export class Journal implements BesideWriter {
     });
   }
 
+  /**
+   * Inside readCurrent's read the connection holds the read's snapshot (an open transaction), so nothing commits on it
+   * before the read returns, and the read is synchronous, so it cannot wait for a commit either. A call there that
+   * needs one (durable(), another readCurrent, close()) is refused, rather than answered as if what was appended before
+   * it were committed (inline, the flush it needs would return at once: a transaction is open). Refused with a writer
+   * thread too, where it would only answer after the read: the mistake shows whichever way the journal runs.
+   */
+  private refusedInsideRead(call: string): CodedError | undefined {
+    if (this.currentReads === 0) return undefined;
+    return new CodedError(
+      'INVALID_ARGUMENT',
+      `Journal.${call} was called inside a readCurrent read, where nothing can commit: call it after the read returns`,
+      { field: 'read' },
+    );
+  }
+
   /** `read` in one read transaction (one snapshot of the file), with requireCurrent committing nothing meanwhile. */
   private readInSnapshot<T>(read: () => T): T {
     this.requireReadable();
-    // Nested in another read (or, never on this path, a commit): its transaction is the snapshot already.
+    // Inside a transaction already (never a read of readCurrent's: refusedInsideRead): its snapshot is the read's.
     const begun = !this.db.inTransaction;
     // Deferred: no lock is taken; the snapshot is fixed by the first statement and held until COMMIT.
     if (begun) this.db.exec('BEGIN');
@@ -1223,6 +1243,10 @@ export class Journal implements BesideWriter {
    * first call has closed.
    */
   close(): Promise<void> {
+    // Its first flush and the shutdown checkpoint commit: not inside a read (refusedInsideRead). Refused before it
+    // starts, so a close after the read still closes.
+    const misuse = this.closeDone === undefined ? this.refusedInsideRead('close()') : undefined;
+    if (misuse !== undefined) return Promise.reject(misuse);
     this.closeDone ??= this.closeNow();
     return this.closeDone;
   }
@@ -1245,7 +1269,11 @@ export class Journal implements BesideWriter {
       this.db.close();
       this.state = 'closed';
     }
-    // Whoever still waits for units (durable(), readCurrent) hears the close instead of waiting for ever.
+    // Whoever still waits for units (durable(), readCurrent) hears the close instead of waiting for ever. Defensive:
+    // the first flush settled every unit (or failed the journal, which answered the waiters), and none is queued after
+    // it, so none waits here today. It stays because rejectQueued settles units without answering their waiters: were
+    // that flush ever skipped (it returns while a transaction is open; a close inside a readCurrent read, the one way
+    // there, is refused), they would otherwise wait for ever.
     for (const waiter of this.settledWaiters.splice(0)) waiter.reject(this.unavailable());
   }
 

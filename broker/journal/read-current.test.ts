@@ -247,6 +247,54 @@ describe('Journal.readCurrent', () => {
     await journal.append(pathEvents('after-async', 0)[0]!);
   });
 
+  describe('when what the read calls needs a commit (durable(), another readCurrent, close())', () => {
+    it('inline: each is refused INVALID_ARGUMENT naming the read, and what was appended in the read is committed after it', async () => {
+      const { journal } = await tempJournal({ writerThread: false, threadBatchEventsMin: 12 });
+      const events = pathEvents('inside', 1);
+      const calls: Record<string, Promise<unknown>> = {};
+      let appends: Array<Promise<unknown>> = [];
+      const seen = await journal.readCurrent(() => {
+        // Queued inside the read: nothing can commit them before it returns (its snapshot's transaction is open).
+        appends = events.map((event) => journal.append(event));
+        calls.durable = journal.durable();
+        calls.readCurrent = journal.readCurrent(() => journal.eventsPage(1, 50).length);
+        calls.close = journal.close();
+        return journal.eventsPage(1, 50).length;
+      });
+      expect(seen).toBe(0);
+      for (const [call, answered] of Object.entries(calls))
+        await expect(answered, call).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+          field: 'read',
+          message: expect.stringContaining(`Journal.${call}() was called inside a readCurrent read`),
+        });
+      // Nothing recorded is lost: the appends commit after the read, and durable() now vouches for them.
+      await Promise.all(appends);
+      await journal.durable();
+      expect(journal.durableSeq()).toBe(events.length);
+      expect(journal.eventsPage(1, 50).map((e) => e.kind)).toEqual(events.map((e) => e.kind));
+      // The refused close() started nothing: the journal is open, and closes when asked after the read.
+      expect(journal.stats().state).toBe('open');
+      await journal.close();
+      expect(journal.stats().state).toBe('closed');
+    });
+
+    it('with the writer thread too: durable() inside the read is refused, the mistake shows whichever way it runs', async () => {
+      const { journal } = await tempJournal();
+      const event = pathEvents('inside-thread', 2)[0]!;
+      let durable: Promise<unknown> = Promise.resolve();
+      let appended: Promise<unknown> = Promise.resolve();
+      await journal.readCurrent(() => {
+        appended = journal.append(event);
+        durable = journal.durable();
+      });
+      await expect(durable).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'read' });
+      await appended;
+      await journal.durable();
+      expect(journal.subjectEvents(event.action_id).map((e) => e.kind)).toEqual([event.kind]);
+    });
+  });
+
   it('inline (no writer thread): commits what is queued on this turn and reads it', async () => {
     const { journal } = await tempJournal({ writerThread: false, threadBatchEventsMin: 12 });
     const events = pathEvents('inline', 1);

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { statementCache } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
 import type { RowCipher } from './audit-writer.js';
-import { writeBesideOp, type BesideOp, type BesideResult, type BesideWriter } from './beside-rows.js';
+import { writeBesideOrHere, type BesideOp, type BesideResult, type BesideWriter } from './beside-rows.js';
 
 /** Stored cast bytes per chunk row, like a result's: bounds one row. */
 export const recordingChunkBytes = 64 * 1024;
@@ -196,13 +196,7 @@ export class RecordingStore {
    * immediate transaction, as a reader must see all of them or none). Rejects with what the write met.
    */
   private write(op: BesideOp): Promise<BesideResult> {
-    const posted = this.beside?.writeBeside([op]);
-    if (posted !== undefined) return posted.then((results) => results[0] ?? 0);
-    try {
-      return Promise.resolve(this.db.transaction(() => writeBesideOp(this.db, op)).immediate());
-    } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
+    return writeBesideOrHere(this.beside, this.db, op);
   }
 
   /**

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { CodedError } from '../contract/index.js';
 import { openDatabase, statementCache } from '../ports/open-database.js';
 import { requireDurableConnection } from './durability.js';
-import { writeBesideOp, type BesideOp, type BesideResult, type BesideWriter } from './beside-rows.js';
+import { writeBesideOrHere, type BesideOp, type BesideResult, type BesideWriter } from './beside-rows.js';
 
 const busyTimeoutMs = 2_000;
 /** A kept request is the agent's bounded request; this bounds one sealed row all the same. */
@@ -101,11 +101,15 @@ export class RequestStore {
     await this.write({ kind: 'requestDropped', actionId });
   }
 
-  /** One write (one statement): through the journal's writer thread while one runs, else on this connection. */
-  private async write(op: BesideOp): Promise<BesideResult | undefined> {
+  /**
+   * One write, refused once closed: through the journal's writer thread while one runs, else on this connection in a
+   * transaction of its own. Each op here is one statement (secure_delete is already on: no pragma moves), which SQLite
+   * ran as its own transaction before, taking the write lock as it began: the IMMEDIATE transaction around it commits
+   * the same rows, waits for the lock the same way, and is what the result and recording stores' writes do.
+   */
+  private async write(op: BesideOp): Promise<BesideResult> {
     this.refuseClosed();
-    const posted = this.beside?.writeBeside([op]);
-    return posted !== undefined ? (await posted)[0] : writeBesideOp(this.db, op);
+    return writeBesideOrHere(this.beside, this.db, op);
   }
 
   /**

@@ -83,6 +83,19 @@ describe('the result store', () => {
     }
   });
 
+  it('when the store is closed (the broker stopping), a commit is refused SHUTTING_DOWN and writes nothing', () => {
+    store.close();
+    expect(() => store.commit(input(Buffer.from('late')))).toThrow(
+      expect.objectContaining({ code: 'SHUTTING_DOWN', message: expect.stringContaining('no result is committed') }),
+    );
+    const other = new Database(temp.path, { readonly: true });
+    try {
+      expect(other.prepare(`SELECT count(*) AS n FROM results`).get()).toEqual({ n: 0 });
+    } finally {
+      other.close();
+    }
+  });
+
   it('a reader resumes from a chunk offset: the bytes after the last chunk it verified, with the sequence facts', () => {
     const body = Buffer.concat([
       Buffer.alloc(resultChunkBytes, 1),

@@ -5,7 +5,7 @@ import type { RowCipher } from './audit-writer.js';
 import { writeResultRows, type ResultRows } from './result-rows.js';
 import { requireDurableConnection } from './durability.js';
 import { RecordingStore, type RecordingStoreRole } from './recording-store.js';
-import { writeBesideOp, type BesideOp, type BesideWriter } from './beside-rows.js';
+import { writeBesideOrHere, type BesideOp, type BesideWriter } from './beside-rows.js';
 
 /** Stored bytes per chunk row: bounds one row and lets a reader resume from a chunk. */
 export const resultChunkBytes = 64 * 1024;
@@ -151,8 +151,12 @@ export class ResultStore {
     }
   }
 
-  /** Commits a result in a transaction of its own (RESULT_COMMITTED's path uses rowsOf instead: one transaction). */
+  /**
+   * Commits a result in a transaction of its own (RESULT_COMMITTED's path uses rowsOf instead: one transaction). Once
+   * closed (the broker stopping) it is refused SHUTTING_DOWN, as a purge is, not with the connection's own error.
+   */
   commit(input: ResultInput): void {
+    if (this.closed) throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no result is committed');
     const rows = this.rowsOf(input);
     this.db.transaction(() => writeResultRows(this.db, rows)).immediate();
   }
@@ -260,9 +264,7 @@ export class ResultStore {
 
   /** One write beside the journal, in a transaction of its own: through its writer thread while one runs, else here. */
   private async write(op: BesideOp): Promise<number> {
-    const posted = this.beside?.writeBeside([op]);
-    const answer =
-      posted !== undefined ? (await posted)[0] : this.db.transaction(() => writeBesideOp(this.db, op)).immediate();
+    const answer = await writeBesideOrHere(this.beside, this.db, op);
     if (typeof answer !== 'number') throw new CodedError('INTERNAL', `${op.kind} answered no count`);
     return answer;
   }
