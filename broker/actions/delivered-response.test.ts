@@ -129,6 +129,100 @@ describe('deliveredResponse', () => {
     });
   });
 
+  describe('when the delivered body differs from the received one (length and digest oracles, review item 3-4)', () => {
+    const oracles = { 'content-length': '', etag: 'W/"28-abc"', 'last-modified': 'Fri, 04 Dec 2026 20:00:00 GMT' };
+    const withOracles = (body: Buffer, extra: Record<string, string> = {}) => ({
+      ...oracles,
+      'content-length': String(body.length),
+      'content-type': 'text/plain',
+      ...extra,
+    });
+    it.each([
+      ['redacted', Buffer.from(`{"echo":"${canary}"}`), {}, undefined],
+      ['decoded', gzipSync('{"id":42}'), { 'content-encoding': 'gzip' }, undefined],
+      ['withheld (unsupported coding)', deflateSync('{"id":42}'), { 'content-encoding': 'x-custom' }, undefined],
+      ['cut at the cap', Buffer.alloc(limits.resultBodyBytesMax + 10, 'z'), {}, undefined],
+      ['received in part', Buffer.alloc(100, 'z'), {}, 5000],
+    ])('%s: no Content-Length, ETag or Last-Modified reaches the agent', async (_, body, extra, totalBytes) => {
+      const r = await deliveredResponse(report(body, withOracles(body, extra), totalBytes), scrubber, limits);
+      expect(r.headers['content-length']).toBeUndefined();
+      expect(r.headers.etag).toBeUndefined();
+      expect(r.headers['last-modified']).toBeUndefined();
+      expect(r.headers['content-type']).toBe('text/plain');
+    });
+
+    it('an empty body (a HEAD answer) keeps no validator of the body it did not carry', async () => {
+      const empty = Buffer.alloc(0);
+      const head = await deliveredResponse(
+        report(empty, withOracles(empty, { 'content-length': '1234' })),
+        scrubber,
+        limits,
+      );
+      expect(head.headers).toEqual({ 'content-type': 'text/plain' });
+      const noLength = await deliveredResponse(report(empty, { etag: '"x"' }), scrubber, limits);
+      expect(noLength.headers).toEqual({});
+      // An empty body that says it is empty is delivered as received: its headers describe it.
+      const zero = await deliveredResponse(report(empty, withOracles(empty)), scrubber, limits);
+      expect(zero.headers).toEqual(withOracles(empty));
+    });
+
+    it('a body delivered byte for byte keeps them', async () => {
+      const body = Buffer.from('{"id":42}');
+      const r = await deliveredResponse(report(body, withOracles(body)), scrubber, limits);
+      expect(r.headers).toEqual(withOracles(body));
+    });
+  });
+
+  describe('when a remote splits the token over the lines of a repeated header (review item 1)', () => {
+    const lines = (...values: string[]) => ({ 'x-request-id': values });
+    const split = (value: string, at: number) => [value.slice(0, at), value.slice(at)];
+    it.each([
+      ['raw', canary],
+      ['percent-encoded', [...canary].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')],
+      ['base64', Buffer.from(canary).toString('base64')],
+    ])(
+      '%s halves are redacted, and the joined value with its separator removed holds no form of it',
+      async (_, form) => {
+        for (let at = 1; at < form.length; at += 3) {
+          const values = split(form, at);
+          const r = await deliveredResponse(
+            { ...report(Buffer.from('ok'), { 'x-request-id': values.join(', ') }), headerLines: lines(...values) },
+            scrubber,
+            limits,
+          );
+          const value = r.headers['x-request-id'] ?? '';
+          expect(value.replaceAll(', ', '').includes(form)).toBe(false);
+          expect(scrubber.scrubText(value.replaceAll(', ', '')).redacted).toBe(false);
+          expect(r.redacted).toBe(true);
+        }
+      },
+    );
+
+    it('a token whole in one line is redacted even where the lines laid end to end hide it', async () => {
+      // Each character percent-encoded, each '%' JSON-escaped: two layers, found in the line alone. Behind `a\`, laid
+      // end to end, the first escape reads `\\` + `u0025…`: what is left of the token sits three layers deep.
+      const escaped = [...canary].map((c) => `\\u0025${c.charCodeAt(0).toString(16)}`).join('');
+      const values = ['a\\', escaped];
+      expect(scrubber.scrubText(values.join('')).redacted).toBe(false);
+      const r = await deliveredResponse(
+        { ...report(Buffer.from('ok'), { 'x-request-id': values.join(', ') }), headerLines: lines(...values) },
+        scrubber,
+        limits,
+      );
+      expect(r.headers['x-request-id']).toBe('a\\, [REDACTED]');
+    });
+
+    it('lines that hold nothing secret are joined as received', async () => {
+      const values = ['req-1', 'req-2'];
+      const r = await deliveredResponse(
+        { ...report(Buffer.from('ok'), { 'x-request-id': values.join(', ') }), headerLines: lines(...values) },
+        scrubber,
+        limits,
+      );
+      expect(r).toMatchObject({ headers: { 'x-request-id': 'req-1, req-2' }, redacted: false });
+    });
+  });
+
   describe('when nothing secret comes back', () => {
     it("the body, headers and counts are the remote's own, and the digest equals the wire digest of the same bytes", async () => {
       const body = Buffer.from('{"id":42}');
