@@ -98,8 +98,10 @@ describe('when a remote compresses a reflection of the token beside a guess, in 
       expect(response?.body_withheld).toBe('unsupported_content_encoding');
       expect(response?.headers['content-length']).toBeUndefined();
     }
-    // Every guess gets the same answer: nothing in it depends on the compressed length.
-    const seen = answers.map(({ response }) => JSON.stringify({ ...response, body: undefined, digest: undefined }));
+    // Every guess gets the same answer: nothing in it depends on the compressed length (Date is the second it came).
+    const seen = answers.map(({ response }) =>
+      JSON.stringify({ ...response, headers: { ...response?.headers, date: undefined } }),
+    );
     expect(new Set(seen).size).toBe(1);
   });
 });
