@@ -121,19 +121,21 @@ describe('when a remote sends the token cut in two, one half per line of a repea
   });
 });
 
-describe('when a header holds base64 of a decompression bomb (THREAT-MODEL 4: the agent cannot wedge others)', () => {
-  it('its scrub gives the event loop turns: no gap of 250 ms, where the sync scrub holds it far longer', async () => {
-    // What this header costs the scrubber run at once: well over the bound (the premise of the test).
+describe('when headers hold base64 of decompression bombs (THREAT-MODEL 4: the agent cannot wedge others)', () => {
+  it('their scrub gives the event loop turns: no gap of 250 ms, where the sync scrub holds it far longer', async () => {
     await run('/plain');
     const warm = await run('/header-bomb');
-    const value = remote.sent.at(-1)!.headers['x-request-id'] as string;
+    const sent = remote.sent.at(-1)!;
+    const values = ['x-request-id', 'request-id', 'x-correlation-id'].map((name) => sent.headers[name] as string);
+    // What the three cost the scrubber run at once, as the headers were before: well over the bound (the premise).
     const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: canary }));
-    const sync = await watchEventLoop(() => Promise.resolve(scrubber.scrubText(value)));
-    expect(sync.maxGapMs).toBeGreaterThan(250);
+    const sync = await watchEventLoop(() => Promise.resolve(values.map((v) => scrubber.scrubText(v))));
+    expect(sync.maxGapMs).toBeGreaterThan(300);
 
     const { value: answer, maxGapMs, tookMs } = await watchEventLoop(() => run('/header-bomb'));
     expect(answer.envelope.error).toBeUndefined();
-    expect(answer.response?.headers['x-request-id']).toBe(warm.response?.headers['x-request-id']);
+    const kept = (r: typeof answer) => ({ ...r.response?.headers, date: undefined });
+    expect(kept(answer)).toEqual(kept(warm));
     // The whole scrub was done (the action took at least half the sync scrub's time), in slices.
     expect(tookMs).toBeGreaterThan(sync.tookMs / 2);
     expect(maxGapMs).toBeLessThan(250);

@@ -12,8 +12,9 @@ import { startLoopbackServer, type LoopbackServer } from './loopback-server.js';
  *  - `/crime?guess=G`: `x=G&auth=<token>&y=G` raw-deflated, sent with `Content-Encoding: x-custom` (a coding the
  *    broker cannot decode) and its Content-Length: the length shrinks as G shares more of the token (CRIME).
  *  - `/split`: the token cut in the middle, one half per `x-request-id` line (two header lines).
- *  - `/header-bomb[?unit=html]`: `x-request-id` holding base64 of gzip of 7.4 MiB of `A` (or of `&#37;41`, an HTML
- *    reference of a percent escape, the review's): no secret, but most of the scrubber's inflate budget for one value.
+ *  - `/header-bomb`: `x-request-id`, `request-id` and `x-correlation-id` each holding base64 of gzip of 3.5 MiB of
+ *    `A`: no secret, but ~0.1-0.3 s of scrubbing each, ~0.4-0.8 s for the three run at once. `?unit=html`: one
+ *    `x-request-id` of base64 of gzip of 7.4 MiB of `&#37;41` (an HTML reference of a percent escape: the review's).
  *  - anything else: a fixed JSON body with its Content-Length and ETag (an honest answer).
  * `sent` keeps each answer exactly as sent: a test's control that the attack works on what the remote really sent.
  * Only 127.0.0.1.
@@ -37,23 +38,28 @@ export function expressEtag(body: Buffer): string {
   return `W/"${body.length.toString(16)}-${hash}"`;
 }
 
-/** Base64 of gzip of 7.4 MiB of `unit` repeated: ~10-15 KB, within undici's 16 KiB header block. */
-function headerBomb(unit: string): string {
-  const plain = Buffer.from(unit.repeat(Math.floor((7.4 * 1024 * 1024) / unit.length)));
+/** Base64 of gzip of `mib` MiB of `unit` repeated: the headers of one answer stay within undici's 16 KiB block. */
+function headerBomb(unit: string, mib: number): string {
+  const plain = Buffer.from(unit.repeat(Math.floor((mib * 1024 * 1024) / unit.length)));
   return gzipSync(plain, { level: 9 }).toString('base64');
+}
+
+interface Bombs {
+  readonly A: string;
+  readonly html: string;
 }
 
 export async function startHeaderOracleRemote(): Promise<HeaderOracleRemote> {
   const sent: SentAnswer[] = [];
-  const bomb = { A: headerBomb('A'), html: headerBomb('&#37;41') };
+  const bombs: Bombs = { A: headerBomb('A', 3.5), html: headerBomb('&#37;41', 7.4) };
   const server: LoopbackServer = await startLoopbackServer((req, res) => {
     req.resume();
-    req.on('end', () => sent.push(answer(req, res, bomb)));
+    req.on('end', () => sent.push(answer(req, res, bombs)));
   });
   return { port: server.port, sent, close: () => server.close() };
 }
 
-function answer(req: IncomingMessage, res: ServerResponse, bomb: { A: string; html: string }): SentAnswer {
+function answer(req: IncomingMessage, res: ServerResponse, bombs: Bombs): SentAnswer {
   const url = new URL(req.url ?? '/', 'http://remote.invalid');
   const path = url.pathname.replace(/^\/api/, '');
   const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
@@ -78,10 +84,15 @@ function answer(req: IncomingMessage, res: ServerResponse, bomb: { A: string; ht
     }
     case '/header-bomb':
       body = Buffer.from('ok\n');
-      headers = {
-        'content-type': 'text/plain',
-        'x-request-id': url.searchParams.get('unit') === 'html' ? bomb.html : bomb.A,
-      };
+      headers =
+        url.searchParams.get('unit') === 'html'
+          ? { 'content-type': 'text/plain', 'x-request-id': bombs.html }
+          : {
+              'content-type': 'text/plain',
+              'x-request-id': bombs.A,
+              'request-id': bombs.A,
+              'x-correlation-id': bombs.A,
+            };
       break;
     default:
       body = Buffer.from('{"id":42,"name":"plain"}');
