@@ -42,7 +42,8 @@ export type DeliveryLimits = Pick<HttpLimits, 'resultBodyBytesMax' | 'decodedBod
  * The body is scrubbed in slices (scrubAsync) that give the event loop a turn every few milliseconds: a megabyte of
  * hostile binary costs the scrubber hundreds of milliseconds, and no other caller waits that long (THREAT-MODEL 4).
  * It is decoded off the loop for the same reason (decodeContentAsync): 8 MiB decoded from a tiny `br, br` body is
- * tens of milliseconds of inflating.
+ * tens of milliseconds of inflating. Headers that describe the body's bytes reach the caller only when the body is
+ * delivered as received (deliveredHeaders).
  */
 export async function deliveredResponse(
   response: HttpResponseReport,
@@ -124,7 +125,7 @@ function bodyAsReceived(response: HttpResponseReport, decoded: DecodedContent, b
  *
  * Every value is scrubbed in slices (scrubAsync), as bodies are: a header holding base64 of a decompression bomb costs
  * the scrubber most of its inflate budget, ~0.5-2 s per value run at once (THREAT-MODEL 4). In slices the loop waits
- * at most for the scrubber’s longest unit of work — today one escape decode of a whole inflated view, ~0.4-0.6 s when
+ * at most for the scrubber's longest unit of work — today one escape decode of a whole inflated view, ~0.4-0.6 s when
  * that view is 8 MiB of HTML references (`&#37;41`…), for bodies alike: secret-scrubber.ts's to cut into steps.
  */
 async function deliveredHeaders(
@@ -148,9 +149,10 @@ async function deliveredHeaders(
  * One header's value, scrubbed whole first (cut after, by the caller). A header the remote sent as several lines is
  * delivered joined with ", ", and the scrubber matches whole parts only (none at an input's edge): a token cut in two
  * over two lines is in neither line, and in the joined value the separator stands between its halves, which an agent
- * simply removes. So each line is searched on its own (what is whole in it, unaffected by its neighbours) and the
- * lines laid end to end, without separator (a part cut across them); what either finds is redacted in the lines,
- * and the joined value is scrubbed again (what the agent receives, with the scrubber's own seam checks).
+ * simply removes. So each line is searched on its own (what is whole in it, read from its own start: raw deflate and
+ * brotli, which have no signature, are tried only where a value starts) and the lines laid end to end, without
+ * separator (a part cut across them); what either finds is redacted in the lines, and the joined value is scrubbed
+ * again (what the agent receives, with the scrubber's own seam checks).
  * Out of reach, by design: a part a remote slices with anything between the slices (a character, another header, the
  * body), or in another order — a remote computing on the secret, which no scrubber stops.
  */
