@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { HttpResponseReport } from '../channels/http/index.js';
 import { deliveredResponse, diagnosticBody, headerValueCharsMax } from './delivered-response.js';
@@ -126,6 +126,118 @@ describe('deliveredResponse', () => {
         expect(value).not.toContain(canary.slice(0, 4));
         expect(r.redacted).toBe(true);
       }
+    });
+  });
+
+  describe('when the delivered body differs from the received one (length and digest oracles, review item 3-4)', () => {
+    const oracles = { 'content-length': '', etag: 'W/"28-abc"', 'last-modified': 'Fri, 04 Dec 2026 20:00:00 GMT' };
+    const withOracles = (body: Buffer, extra: Record<string, string> = {}) => ({
+      ...oracles,
+      'content-length': String(body.length),
+      'content-type': 'text/plain',
+      ...extra,
+    });
+    it.each([
+      ['redacted', Buffer.from(`{"echo":"${canary}"}`), {}, undefined],
+      ['decoded', gzipSync('{"id":42}'), { 'content-encoding': 'gzip' }, undefined],
+      ['withheld (unsupported coding)', deflateSync('{"id":42}'), { 'content-encoding': 'x-custom' }, undefined],
+      ['cut at the cap', Buffer.alloc(limits.resultBodyBytesMax + 10, 'z'), {}, undefined],
+      ['received in part', Buffer.alloc(100, 'z'), {}, 5000],
+    ])('%s: no Content-Length, ETag or Last-Modified reaches the agent', async (_, body, extra, totalBytes) => {
+      const r = await deliveredResponse(report(body, withOracles(body, extra), totalBytes), scrubber, limits);
+      expect(r.headers['content-length']).toBeUndefined();
+      expect(r.headers.etag).toBeUndefined();
+      expect(r.headers['last-modified']).toBeUndefined();
+      expect(r.headers['content-type']).toBe('text/plain');
+    });
+
+    it('a redacted body sent without Content-Length (chunked) keeps no ETag or Last-Modified', async () => {
+      const body = Buffer.from(`{"echo":"${canary}"}`);
+      const { etag, 'last-modified': lastModified } = oracles;
+      const r = await deliveredResponse(report(body, { etag, 'last-modified': lastModified }), scrubber, limits);
+      expect(r.redacted).toBe(true);
+      expect(r.headers).toEqual({});
+    });
+
+    it('an empty body (a HEAD answer) keeps no validator of the body it did not carry', async () => {
+      const empty = Buffer.alloc(0);
+      const head = await deliveredResponse(
+        report(empty, withOracles(empty, { 'content-length': '1234' })),
+        scrubber,
+        limits,
+      );
+      expect(head.headers).toEqual({ 'content-type': 'text/plain' });
+      const noLength = await deliveredResponse(report(empty, { etag: '"x"' }), scrubber, limits);
+      expect(noLength.headers).toEqual({});
+      // An empty body that says it is empty is delivered as received: its headers describe it.
+      const zero = await deliveredResponse(report(empty, withOracles(empty)), scrubber, limits);
+      expect(zero.headers).toEqual(withOracles(empty));
+    });
+
+    it('a body delivered byte for byte keeps them', async () => {
+      const body = Buffer.from('{"id":42}');
+      const r = await deliveredResponse(report(body, withOracles(body)), scrubber, limits);
+      expect(r.headers).toEqual(withOracles(body));
+    });
+  });
+
+  describe('when a remote splits the token over the lines of a repeated header (review item 1)', () => {
+    const lines = (...values: string[]) => ({ 'x-request-id': values });
+    const split = (value: string, at: number) => [value.slice(0, at), value.slice(at)];
+    it.each([
+      ['raw', canary],
+      ['percent-encoded', [...canary].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')],
+      ['base64', Buffer.from(canary).toString('base64')],
+    ])(
+      '%s halves are redacted, and the joined value with its separator removed holds no form of it',
+      async (_, form) => {
+        for (let at = 1; at < form.length; at += 3) {
+          const values = split(form, at);
+          const r = await deliveredResponse(
+            { ...report(Buffer.from('ok'), { 'x-request-id': values.join(', ') }), headerLines: lines(...values) },
+            scrubber,
+            limits,
+          );
+          const value = r.headers['x-request-id'] ?? '';
+          expect(value.replaceAll(', ', '').includes(form)).toBe(false);
+          expect(scrubber.scrubText(value.replaceAll(', ', '')).redacted).toBe(false);
+          expect(r.redacted).toBe(true);
+        }
+      },
+    );
+
+    it('a token whole in one line is redacted even where neither the joined value nor the lines end to end show it', async () => {
+      // Raw deflate has no signature: the scrubber tries it where a value (or a decoded view of it) starts. Behind
+      // `abc` it is not tried, in the joined value nor in the lines laid end to end; in the second line alone it is.
+      const stream = deflateRawSync(`auth=${canary}`);
+      const deflated = [...stream].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+      // What the agent does: percent-decode the second line as bytes, inflate.
+      const agentBytes = Buffer.from(
+        deflated.replace(/%([0-9a-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))),
+        'latin1',
+      );
+      expect(inflateRawSync(agentBytes).includes(canary)).toBe(true);
+      const values = ['abc', deflated];
+      expect(scrubber.scrubText(values.join(', ')).redacted || scrubber.scrubText(values.join('')).redacted).toBe(
+        false,
+      );
+      const r = await deliveredResponse(
+        { ...report(Buffer.from('ok'), { 'x-request-id': values.join(', ') }), headerLines: lines(...values) },
+        scrubber,
+        limits,
+      );
+      // Compared, not printed: a failure must not show the deflated canary.
+      expect(r.headers['x-request-id'] === 'abc, [REDACTED]').toBe(true);
+    });
+
+    it('lines that hold nothing secret are joined as received', async () => {
+      const values = ['req-1', 'req-2'];
+      const r = await deliveredResponse(
+        { ...report(Buffer.from('ok'), { 'x-request-id': values.join(', ') }), headerLines: lines(...values) },
+        scrubber,
+        limits,
+      );
+      expect(r).toMatchObject({ headers: { 'x-request-id': 'req-1, req-2' }, redacted: false });
     });
   });
 

@@ -1,6 +1,8 @@
 import {
   decodeContentAsync,
+  representationHeaderNames,
   type BodyWithheldReason,
+  type DecodedContent,
   type HttpLimits,
   type HttpResponseReport,
 } from '../channels/http/index.js';
@@ -40,7 +42,8 @@ export type DeliveryLimits = Pick<HttpLimits, 'resultBodyBytesMax' | 'decodedBod
  * The body is scrubbed in slices (scrubAsync) that give the event loop a turn every few milliseconds: a megabyte of
  * hostile binary costs the scrubber hundreds of milliseconds, and no other caller waits that long (THREAT-MODEL 4).
  * It is decoded off the loop for the same reason (decodeContentAsync): 8 MiB decoded from a tiny `br, br` body is
- * tens of milliseconds of inflating.
+ * tens of milliseconds of inflating. Headers that describe the body's bytes reach the caller only when the body is
+ * delivered as received (deliveredHeaders).
  */
 export async function deliveredResponse(
   response: HttpResponseReport,
@@ -51,25 +54,35 @@ export async function deliveredResponse(
   const decoded = await decodeContentAsync(response.body, response.headers['content-encoding'], keptAll, {
     decodedBytesMax: limits.decodedBodyBytesMax,
   });
-  const headers: Record<string, string> = {};
-  let redacted = false;
-  for (const [name, value] of Object.entries(response.headers)) {
-    // Decoded bytes no longer match the remote's coding or length: those two headers would describe another body.
-    if (decoded.kind === 'decoded' && (name === 'content-encoding' || name === 'content-length')) continue;
-    const clean = scrubber.scrubText(value, headerValueCharsMax);
-    headers[name] = clean.text;
-    redacted ||= clean.redacted;
-  }
+  const body = await deliveredBody(response, decoded, scrubber, limits);
+  const headers = await deliveredHeaders(response, scrubber, {
+    decoded: decoded.kind === 'decoded',
+    asReceived: bodyAsReceived(response, decoded, body),
+  });
+  return {
+    status: response.status,
+    headers: headers.values,
+    ...body,
+    redacted: headers.redacted || body.redacted,
+  };
+}
+
+type DeliveredBody = Omit<HttpActionResponse, 'status' | 'headers'>;
+
+async function deliveredBody(
+  response: HttpResponseReport,
+  decoded: DecodedContent,
+  scrubber: SecretScrubber,
+  limits: DeliveryLimits,
+): Promise<DeliveredBody> {
   if (decoded.kind === 'withheld') {
     const body = Buffer.alloc(0);
     return {
-      status: response.status,
-      headers,
       body,
       truncated: false,
       total_bytes: 0,
       digest: digestOf(body),
-      redacted,
+      redacted: false,
       body_withheld: decoded.reason,
     };
   }
@@ -79,15 +92,114 @@ export async function deliveredResponse(
   const truncated = examined.length > limits.resultBodyBytesMax || unexamined > 0;
   const totalBytes = (truncated ? await scrubbedLength(scrubber, examined) : cut.bytes.length) + unexamined;
   return {
-    status: response.status,
-    headers,
     body: cut.bytes,
     truncated,
     total_bytes: totalBytes,
     digest: digestOf(cut.bytes),
-    redacted: redacted || cut.redacted,
+    redacted: cut.redacted,
     ...(decoded.kind === 'decoded' ? { content_decoded: decoded.codings } : {}),
   };
+}
+
+/**
+ * Whether the agent's body is, byte for byte, the body the remote's representation headers describe: received with
+ * no coding, whole, nothing redacted, and as long as the remote's Content-Length says. Without a Content-Length an
+ * empty body proves nothing: a HEAD answer (or a 304) carries the validators of a body that was never sent, and an
+ * express-style echo sets the ETag of the reflection it would have sent (an offline guess checker for the secret).
+ */
+function bodyAsReceived(response: HttpResponseReport, decoded: DecodedContent, body: DeliveredBody): boolean {
+  // A redaction, a cut or a decode changes the bytes; bytes the channel did not keep were not delivered.
+  if (decoded.kind !== 'identity' || !body.body.equals(response.body)) return false;
+  if (response.body.length !== response.totalBytes) return false;
+  const length = response.headers['content-length'];
+  return length === undefined ? body.body.length > 0 : length === String(body.body.length);
+}
+
+/**
+ * The kept headers as the agent receives them. The representation headers (response-headers.ts: Content-Length,
+ * ETag, Last-Modified, digests) only when the body is delivered as received: a Content-Length of a redacted or
+ * withheld body is a length oracle (the secret's exact length; per guessed character of a compressed reflection, a
+ * CRIME-style one), an ETag of it a digest oracle. They are dropped rather than rewritten to the delivered body: the
+ * answer carries that body and its length already (`total_bytes`), and a HEAD answer's or a cut body's has no honest
+ * value. The coding's Content-Encoding goes when the broker decoded it (the body is plain).
+ *
+ * Every value is scrubbed in slices (scrubAsync), as bodies are: a header holding base64 of a decompression bomb costs
+ * the scrubber most of its inflate budget, ~0.5-2 s per value run at once (THREAT-MODEL 4). In slices the loop waits
+ * at most for the scrubber's longest unit of work — today one escape decode of a whole inflated view, ~0.4-0.6 s when
+ * that view is 8 MiB of HTML references (`&#37;41`…), for bodies alike: secret-scrubber.ts's to cut into steps.
+ */
+async function deliveredHeaders(
+  response: HttpResponseReport,
+  scrubber: SecretScrubber,
+  body: { readonly decoded: boolean; readonly asReceived: boolean },
+): Promise<{ values: Record<string, string>; redacted: boolean }> {
+  const values: Record<string, string> = {};
+  let redacted = false;
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (representationHeaderNames.has(name) && !body.asReceived) continue;
+    if (name === 'content-encoding' && body.decoded) continue;
+    const clean = await scrubbedHeader(scrubber, response.headerLines?.[name] ?? [value]);
+    values[name] = cutChars(clean.text, headerValueCharsMax);
+    redacted ||= clean.redacted;
+  }
+  return { values, redacted };
+}
+
+/**
+ * One header's value, scrubbed whole first (cut after, by the caller). A header the remote sent as several lines is
+ * delivered joined with ", ", and the scrubber matches whole parts only (none at an input's edge): a token cut in two
+ * over two lines is in neither line, and in the joined value the separator stands between its halves, which an agent
+ * simply removes. So each line is searched on its own (what is whole in it, read from its own start: raw deflate and
+ * brotli, which have no signature, are tried only where a value starts) and the lines laid end to end, without
+ * separator (a part cut across them); what either finds is redacted in the lines, and the joined value is scrubbed
+ * again (what the agent receives, with the scrubber's own seam checks).
+ * Out of reach, by design: a part a remote slices with anything between the slices (a character, another header, the
+ * body), or in another order — a remote computing on the secret, which no scrubber stops.
+ */
+async function scrubbedHeader(
+  scrubber: SecretScrubber,
+  lines: readonly string[],
+): Promise<{ text: string; redacted: boolean }> {
+  const texts: Buffer[] = lines.map((line) => Buffer.from(line));
+  let preRedacted = false;
+  if (texts.length > 1) {
+    const ranges: Array<Array<readonly [number, number]>> = [];
+    for (const text of texts) ranges.push(await scrubber.rangesAsync(text));
+    const starts: number[] = [];
+    texts.reduce((at, text) => (starts.push(at), at + text.length), 0);
+    for (const [start, end] of await scrubber.rangesAsync(Buffer.concat(texts)))
+      texts.forEach((text, i) => {
+        const from = Math.max(start, starts[i]!) - starts[i]!;
+        const to = Math.min(end, starts[i]! + text.length) - starts[i]!;
+        if (from < to) ranges[i]!.push([from, to]);
+      });
+    texts.forEach((text, i) => (texts[i] = redactRanges(text, ranges[i]!)));
+    preRedacted = ranges.some((r) => r.length > 0);
+  }
+  const joined = texts.map((t) => t.toString('utf8')).join(', ');
+  const out = await scrubber.scrubAsync(Buffer.from(joined));
+  return { text: out.redacted ? out.bytes.toString('utf8') : joined, redacted: out.redacted || preRedacted };
+}
+
+/** `bytes` with each range (unsorted, perhaps overlapping) replaced by the marker, overlapping ones by one. */
+function redactRanges(bytes: Buffer, ranges: Array<readonly [number, number]>): Buffer {
+  if (ranges.length === 0) return bytes;
+  ranges.sort((a, b) => a[0] - b[0]);
+  const pieces: Buffer[] = [];
+  let at = 0;
+  for (const [start, end] of ranges) {
+    if (pieces.length === 0 || start > at) pieces.push(bytes.subarray(at, start), Buffer.from(redactionMarker));
+    at = Math.max(at, end);
+  }
+  pieces.push(bytes.subarray(at));
+  return Buffer.concat(pieces);
+}
+
+function cutChars(text: string, charsMax: number): string {
+  if (text.length <= charsMax) return text;
+  const last = text.charCodeAt(charsMax - 1);
+  // Never leave half a surrogate pair behind (as the scrubber's scrubText cuts).
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? charsMax - 1 : charsMax);
 }
 
 /** The first bytes of an incomplete response, as a marked diagnostic: scrubbed before the cut, like a result. */

@@ -16,7 +16,7 @@ import {
   type SetupStage,
 } from './open-pinned-socket.js';
 import { providerRequestIdOf } from './provider-request-id.js';
-import { keptResponseHeaders } from './response-headers.js';
+import { joinedHeaderLines, keptResponseHeaderLines } from './response-headers.js';
 import { forgetSocket, observeSocket } from './undici-observer.js';
 
 /** One request as it will go on the wire, credential already injected. Never logged or journaled. */
@@ -66,8 +66,13 @@ export interface AttemptReport {
 
 export interface HttpResponseReport {
   readonly status: number;
-  /** Allow-listed, non-secret response headers only. */
+  /** Allow-listed, non-secret response headers only; a repeated one's lines joined with ", ". */
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * The same headers as the lines the remote sent (a repeated header has several): the executor scrubs them line by
+   * line and together before it joins them. Absent: each header was one line (`headers`).
+   */
+  readonly headerLines?: Readonly<Record<string, readonly string[]>>;
   readonly framingComplete: boolean;
   /**
    * Bytes kept as received, unscrubbed: at most resultBodyBytesMax (diagnosticBytesMax for an incomplete response) plus
@@ -363,6 +368,7 @@ export class HttpChannel {
       informationalSeen: false,
     };
     let status: number | undefined;
+    let headerLines: Record<string, readonly string[]> = {};
     let headers: Record<string, string> = {};
     const kept: Buffer[] = [];
     let keptBytes = 0;
@@ -409,6 +415,7 @@ export class HttpChannel {
                 response: {
                   status,
                   headers,
+                  headerLines,
                   framingComplete,
                   body,
                   truncated: body.length < totalBytes,
@@ -433,7 +440,8 @@ export class HttpChannel {
           // How long the pool may keep this connection idle afterwards (the server's idle timeout hint).
           connection.keepAliveHint(responseHeaders['keep-alive']);
           status = statusCode;
-          headers = keptResponseHeaders(responseHeaders);
+          headerLines = keptResponseHeaderLines(responseHeaders);
+          headers = joinedHeaderLines(headerLines);
         },
         onResponseData(c, chunk: Buffer) {
           totalBytes += chunk.length;

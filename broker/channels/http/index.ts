@@ -9,7 +9,12 @@ export {
 export { defaultHttpLimits, type HttpLimits } from './http-limits.js';
 export { type ConnectionTarget, type LookupAll, type SetupStage } from './open-pinned-socket.js';
 export { classifyAddress, allowedClassesFor, addressRefusal, type AddressClass } from './network-guard.js';
-export { keptResponseHeaders, keptResponseHeaderNames } from './response-headers.js';
+export {
+  keptResponseHeaders,
+  keptResponseHeaderNames,
+  keptResponseHeaderLines,
+  representationHeaderNames,
+} from './response-headers.js';
 export {
   decodeContent,
   decodeContentAsync,
