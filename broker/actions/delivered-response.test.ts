@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, inflateRawSync } from 'node:zlib';
+import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { HttpResponseReport } from '../channels/http/index.js';
 import { deliveredResponse, diagnosticBody, headerValueCharsMax } from './delivered-response.js';
+import { headerLegalDeflate } from '../testing/header-legal-deflate.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 
 const canary = 'canary-Secret-7f3a9c01d2';
@@ -238,6 +239,43 @@ describe('deliveredResponse', () => {
         limits,
       );
       expect(r).toMatchObject({ headers: { 'x-request-id': 'req-1, req-2' }, redacted: false });
+    });
+  });
+
+  describe("when a header's bytes are not ASCII (undici hands a value over as latin1: a character per byte)", () => {
+    const withHeader = (value: string) => report(Buffer.from('ok'), { 'x-request-id': value });
+    it('a compressed stream of legal header bytes is searched as the bytes the remote sent', async () => {
+      const stream = headerLegalDeflate(canary);
+      const value = stream.toString('latin1');
+      // What the agent does with the value it gets: its characters as bytes (latin1), inflated.
+      expect(inflateRawSync(Buffer.from(value, 'latin1')).includes(canary)).toBe(true);
+      const r = await deliveredResponse(withHeader(value), scrubber, limits);
+      const got = Buffer.from(r.headers['x-request-id'] ?? '', 'latin1');
+      let inflated = Buffer.alloc(0);
+      try {
+        inflated = inflateRawSync(got, { finishFlush: constants.Z_SYNC_FLUSH });
+      } catch {
+        // Not a stream any more: nothing to recover.
+      }
+      expect(inflated.includes(canary)).toBe(false);
+      expect(r.redacted).toBe(true);
+    });
+
+    describe('a secret with a character past ASCII', () => {
+      const token = 'canary-S\u00e9cret-7f3a9c01d2';
+      const wide = secretScrubber(secretParts({ kind: 'bearer', token }));
+      it.each([
+        ['its UTF-8 bytes (the header undici reads is their latin1)', Buffer.from(token, 'utf8').toString('latin1')],
+        ['its latin1 bytes (the header undici reads is the secret itself)', token],
+      ])('echoed as %s is redacted', async (_, value) => {
+        const r = await deliveredResponse(withHeader(`id=${value};`), wide, limits);
+        const got = r.headers['x-request-id'] ?? '';
+        // Compared, not printed: neither reading of the value the agent gets holds the secret.
+        expect(Buffer.from(got, 'latin1').includes(Buffer.from(token, 'utf8'))).toBe(false);
+        expect(got.includes(token)).toBe(false);
+        expect(got === 'id=[REDACTED];').toBe(true);
+        expect(r.redacted).toBe(true);
+      });
     });
   });
 

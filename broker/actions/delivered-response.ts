@@ -155,12 +155,21 @@ async function deliveredHeaders(
  * again (what the agent receives, with the scrubber's own seam checks).
  * Out of reach, by design: a part a remote slices with anything between the slices (a character, another header, the
  * body), or in another order — a remote computing on the secret, which no scrubber stops.
+ *
+ * The bytes searched are the wire's: undici hands a header value over as latin1 (one character per byte received),
+ * and the agent gets those characters back as they are (latin1 of them: the remote's bytes). Searched as UTF-8, a
+ * byte 0x80-0xFF would be two others, so a compressed stream of bytes that are all legal in a header (a remote can
+ * search for one) or a non-ASCII secret echoed as its UTF-8 bytes would pass unseen. A value that still holds
+ * non-ASCII characters is searched again as the text it reads as (UTF-8 of its characters): a secret whose characters
+ * the remote sent as latin1 bytes is itself there.
  */
 async function scrubbedHeader(
   scrubber: SecretScrubber,
   lines: readonly string[],
 ): Promise<{ text: string; redacted: boolean }> {
-  const texts: Buffer[] = lines.map((line) => Buffer.from(line));
+  // A value from elsewhere than undici with a character past 0xFF is searched as the text it is.
+  const wire: BufferEncoding = lines.every((line) => !beyondLatin1.test(line)) ? 'latin1' : 'utf8';
+  const texts: Buffer[] = lines.map((line) => Buffer.from(line, wire));
   let preRedacted = false;
   if (texts.length > 1) {
     const ranges: Array<Array<readonly [number, number]>> = [];
@@ -176,10 +185,17 @@ async function scrubbedHeader(
     texts.forEach((text, i) => (texts[i] = redactRanges(text, ranges[i]!)));
     preRedacted = ranges.some((r) => r.length > 0);
   }
-  const joined = texts.map((t) => t.toString('utf8')).join(', ');
-  const out = await scrubber.scrubAsync(Buffer.from(joined));
-  return { text: out.redacted ? out.bytes.toString('utf8') : joined, redacted: out.redacted || preRedacted };
+  const joined = texts.map((t) => t.toString(wire)).join(', ');
+  const out = await scrubber.scrubAsync(Buffer.from(joined, wire));
+  const text = out.redacted ? out.bytes.toString(wire) : joined;
+  const redacted = out.redacted || preRedacted;
+  if (wire === 'utf8' || !nonAscii.test(text)) return { text, redacted };
+  const asText = await scrubber.scrubAsync(Buffer.from(text, 'utf8'));
+  return asText.redacted ? { text: asText.bytes.toString('utf8'), redacted: true } : { text, redacted };
 }
+
+const nonAscii = /[\u0080-\uffff]/;
+const beyondLatin1 = /[\u0100-\uffff]/;
 
 /** `bytes` with each range (unsorted, perhaps overlapping) replaced by the marker, overlapping ones by one. */
 function redactRanges(bytes: Buffer, ranges: Array<readonly [number, number]>): Buffer {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { deflateRawSync, gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { headerLegalDeflate } from './header-legal-deflate.js';
 import { startLoopbackServer, type LoopbackServer } from './loopback-server.js';
 
 /**
@@ -12,6 +13,8 @@ import { startLoopbackServer, type LoopbackServer } from './loopback-server.js';
  *  - `/crime?guess=G`: `x=G&auth=<token>&y=G` raw-deflated, sent with `Content-Encoding: x-custom` (a coding the
  *    broker cannot decode) and its Content-Length: the length shrinks as G shares more of the token (CRIME).
  *  - `/split`: the token cut in the middle, one half per `x-request-id` line (two header lines).
+ *  - `/deflated`: `x-request-id` holding raw deflate of the token made of bytes legal in a header, some past 0x7F
+ *    (header-legal-deflate.ts): undici reads it as latin1, an agent inflates those bytes.
  *  - `/header-bomb`: `x-request-id`, `request-id` and `x-correlation-id` each holding base64 of gzip of 3.5 MiB of
  *    `A`: no secret, but ~0.1-0.3 s of scrubbing each, ~0.4-0.8 s for the three run at once. `?unit=html`: one
  *    `x-request-id` of base64 of gzip of 7.4 MiB of `&#37;41` (an HTML reference of a percent escape: the review's).
@@ -82,6 +85,10 @@ function answer(req: IncomingMessage, res: ServerResponse, bombs: Bombs): SentAn
       headers = { 'content-type': 'text/plain', 'x-request-id': [token.slice(0, half), token.slice(half)] };
       break;
     }
+    case '/deflated':
+      body = Buffer.from('ok\n');
+      headers = { 'content-type': 'text/plain', 'x-request-id': headerLegalDeflate(token).toString('latin1') };
+      break;
     case '/header-bomb':
       body = Buffer.from('ok\n');
       headers =
