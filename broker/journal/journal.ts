@@ -391,6 +391,8 @@ export class Journal implements BesideWriter {
   private readonly busyTimeoutMs: number;
   /** PRAGMA busy_timeout statements: off around the scheduled flush's BEGIN, back to busyTimeoutMs after it. */
   private readonly busyHandler: { readonly off: Database.Statement; readonly on: Database.Statement };
+  /** A deferred read transaction around the writer thread's planning (planInSnapshot): prepared once, not parsed each time. */
+  private readonly planSnapshot: { readonly begin: Database.Statement; readonly commit: Database.Statement };
   private laterTimer: NodeJS.Timeout | undefined = undefined;
   private readonly laterFlushMs: number;
   private state: JournalState = 'open';
@@ -475,6 +477,7 @@ export class Journal implements BesideWriter {
       off: db.prepare('PRAGMA busy_timeout = 0'),
       on: db.prepare(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`),
     };
+    this.planSnapshot = { begin: db.prepare('BEGIN'), commit: db.prepare('COMMIT') };
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
     this.audit = new AuditWriter(
@@ -1468,14 +1471,14 @@ export class Journal implements BesideWriter {
   }
 
   /**
-   * With a writer thread: every unit planned on the loop, outside any transaction (nothing else writes the journal's
-   * tables), over the batches still in flight (their overlays, where their events end); the batch posted, and its
+   * With a writer thread: every unit planned on the loop, under no write lock (nothing else writes the journal's
+   * tables) and in one read transaction (planInSnapshot), over the batches still in flight (their overlays, where their events end); the batch posted, and its
    * units settled when its ack is heard, in order.
    */
   private postUnits(thread: WriterThread, units: readonly Unit[], events: number): void {
     let planned: Planned;
     try {
-      planned = this.planUnits(units, true);
+      planned = this.planInSnapshot(units);
     } catch (cause) {
       this.fail(cause, units);
       this.unitsDone(units.length);
@@ -1522,6 +1525,29 @@ export class Journal implements BesideWriter {
       }
       this.flushWhatQueued();
     });
+  }
+
+  /**
+   * planUnits for the writer thread, its reads (where the log ends, each action's state and timeline, a result's unique
+   * keys) in one deferred read transaction on the loop's connection: one WAL snapshot for the plan, where each read in
+   * autocommit paid for a read transaction of its own (issue #18). One snapshot for the whole plan is as correct as one
+   * per read: what the loop knows of the batches it posted and has not heard acknowledged comes from memory (their
+   * overlays, their planned results, where their log ends), never from these reads; a batch's ack is sent after its
+   * COMMIT, so the snapshot, fixed by the plan's first read, holds every batch the loop has heard acknowledged (and the
+   * loop's own inline commits, all made before), which is all that planning reads the file for. A batch the thread
+   * commits while the loop plans may be in the snapshot or not, as it might have been in any one read before.
+   */
+  private planInSnapshot(units: readonly Unit[]): Planned {
+    // Inside a transaction already (not on this path: flushQueued does not flush inside a read), that one is the snapshot.
+    const begun = !this.db.inTransaction;
+    if (begun) this.planSnapshot.begin.run();
+    try {
+      return this.planUnits(units, true);
+    } finally {
+      // Read only: COMMIT only ends it. Also after a failed plan (fail() would roll back, but the plan leaves the
+      // connection as it found it, whoever catches); SQLite may have ended it itself on some errors.
+      if (begun && this.db.inTransaction) this.planSnapshot.commit.run();
+    }
   }
 
   /** After a batch's ack: what queued while it was in flight goes next (or waits for the later timer). */

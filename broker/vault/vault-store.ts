@@ -15,6 +15,8 @@ export const vaultBusyTimeoutMs = 2_000;
 /** Credentials per vault: bounds every listing. */
 export const credentialsMax = 1_000;
 const synchronousFull = 2;
+/** Writes (or migrations) through any VaultStore of this process: a data_version kept from before one is stale. */
+let localVaultCommits = 0;
 
 export interface WrappedKeyRow {
   readonly kdf: KdfParams;
@@ -77,12 +79,15 @@ function directConnection(db: Database.Database): Connection {
  * The SQL of the vault: one wrapped data key and one sealed secret per credential, with the
  * non-secret metadata beside it in plaintext. A daemon sees credentials the CLI added a moment ago:
  * SQLite serializes the two processes' writes, and `find`'s rows (sealed, never opened) are kept only
- * while `PRAGMA data_version` says no other connection committed and this one wrote nothing.
+ * while `PRAGMA data_version` says no other connection committed and this one wrote nothing (data_version is read
+ * once per synchronous stretch: dataVersion says why that misses no commit a person or an action could know of).
  */
 export class VaultStore {
   /** find's rows by name, as stored (sealed); valid for `rowsVersion` (connection generation and data_version) only. */
   private readonly rows = new Map<string, CredentialRow>();
   private rowsVersion: string | undefined = undefined;
+  /** data_version as read in the current synchronous stretch (dataVersion), with what it is valid for. */
+  private keptVersion: { generation: number; localCommits: number; dataVersion: number } | undefined = undefined;
 
   private constructor(private readonly connection: Connection) {}
 
@@ -102,6 +107,7 @@ export class VaultStore {
       }
       db.pragma('secure_delete = ON');
       migrate(db);
+      localVaultCommits += 1;
       return new VaultStore(directConnection(db));
     } catch (error) {
       db.close();
@@ -151,7 +157,7 @@ export class VaultStore {
 
   /** Inserts the wrapped key unless one exists; false if another process initialized first. */
   insertWrappedKey(key: WrappedKeyRow, nowMs: number): boolean {
-    this.rows.clear();
+    this.willWrite();
     const [nonce, wrapped, protectedBy] = columnsOf(key.sealed);
     const result = this.sql(
       `INSERT INTO vault_key (id, kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by, created_at_ms)
@@ -165,7 +171,7 @@ export class VaultStore {
    * row still holds `expected`; false if another process changed it first. The KDF parameters stay.
    */
   replaceStoredKey(expected: StoredKey, next: StoredKey): boolean {
-    this.rows.clear();
+    this.willWrite();
     const [oldNonce, oldWrapped, oldProtectedBy] = columnsOf(expected);
     const [nonce, wrapped, protectedBy] = columnsOf(next);
     const result = this.sql(
@@ -203,7 +209,7 @@ export class VaultStore {
   private findStored(name: string): CredentialRow | undefined {
     // Another connection's commit (the CLI's add, rotate, remove) moves data_version; this one's writes clear the rows.
     // A read-only connection made again (its file moved) is another connection: its generation moves instead.
-    const version = `${this.connection.generation}:${this.sql('PRAGMA data_version').pluck().get() as number}`;
+    const version = `${this.connection.generation}:${this.dataVersion()}`;
     if (version !== this.rowsVersion) {
       this.rows.clear();
       this.rowsVersion = version;
@@ -222,8 +228,30 @@ export class VaultStore {
     return found;
   }
 
+  /**
+   * `PRAGMA data_version`, read at most once per synchronous stretch (issue #18: in autocommit each read pays for a WAL
+   * read transaction of its own, and an action finds its credential several times). The value read is kept until the
+   * microtask queued with it runs, that is before any I/O callback, timer or message can run on this thread, and
+   * forgotten at once when a connection of this process commits to a vault or this connection is made again.
+   * Why that is as exact as reading it every time: another process's commit (the CLI's remove or rotate) can only
+   * become known here (its reply to a person, a request that follows it) through an I/O callback, which cannot run
+   * before the kept value is gone (the vault commands write nothing else this process reads synchronously); a find
+   * later in the same stretch is ordered before that commit, as a find that ran a moment earlier would be. This
+   * process's own commits, on any connection, are counted instead of waited for.
+   */
+  private dataVersion(): number {
+    const { generation } = this.connection;
+    const kept = this.keptVersion;
+    if (kept !== undefined && kept.generation === generation && kept.localCommits === localVaultCommits)
+      return kept.dataVersion;
+    const dataVersion = this.sql('PRAGMA data_version').pluck().get() as number;
+    if (kept === undefined) queueMicrotask(() => (this.keptVersion = undefined));
+    this.keptVersion = { generation, localCommits: localVaultCommits, dataVersion };
+    return dataVersion;
+  }
+
   insert(row: CredentialRow, nowMs: number): void {
-    this.rows.clear();
+    this.willWrite();
     const insert = this.connection.db.transaction(() => {
       if (this.count() >= credentialsMax) {
         throw new CodedError('PAYLOAD_LIMIT', `a vault holds at most ${credentialsMax} credentials`, { field: 'name' });
@@ -254,7 +282,7 @@ export class VaultStore {
 
   /** Replaces the secret and version of the row that is still at `expectedVersion`; false if it moved. */
   replaceSecret(id: string, expectedVersion: string, versionTag: string, sealed: Sealed, nowMs: number): boolean {
-    this.rows.clear();
+    this.willWrite();
     const result = this.sql(
       'UPDATE credentials SET version_tag = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
     ).run(versionTag, sealed.nonce, sealed.ciphertext, nowMs, id, expectedVersion);
@@ -263,7 +291,7 @@ export class VaultStore {
 
   /** Replaces version, bindings and sealed secret of the row that is still at `expectedVersion`; false if it moved. */
   replaceRow(expectedVersion: string, info: CredentialInfo, sealed: Sealed, nowMs: number): boolean {
-    this.rows.clear();
+    this.willWrite();
     const result = this.sql(
       'UPDATE credentials SET version_tag = ?, bindings = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
     ).run(
@@ -279,7 +307,7 @@ export class VaultStore {
   }
 
   remove(name: string): boolean {
-    this.rows.clear();
+    this.willWrite();
     return this.sql('DELETE FROM credentials WHERE name = ?').run(name).changes === 1;
   }
 
@@ -288,6 +316,12 @@ export class VaultStore {
     // Fold the WAL back into the file so old sealed rows do not linger in vault.sqlite-wal (a read-only one cannot).
     if (!this.connection.db.readonly) this.checkpoint();
     this.connection.close();
+  }
+
+  /** Before a write: find's rows are not the file's any more, nor is a data_version another store of this process kept. */
+  private willWrite(): void {
+    this.rows.clear();
+    localVaultCommits += 1;
   }
 
   private sql(text: string): Database.Statement {

@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isCodedError, type ErrorCode } from '../contract/index.js';
 import type { SecretMaterial } from '../ports/index.js';
 import { systemClock } from '../ports/index.js';
@@ -411,18 +411,20 @@ describe('sealed rows are bound to their id, version and metadata', () => {
     await vault.add({ name: 'two', kind: 'bearer', secret: text('secret-two'), bindings: ['b.example'] });
     return vault;
   }
-  function edit(sql: string): void {
+  /** Another process edits the file: what it did can reach this one only on a later turn (VaultStore.dataVersion). */
+  async function edit(sql: string): Promise<void> {
     const db = new Database(path.join(dir.path, vaultFileName));
     try {
       db.exec(sql);
     } finally {
       db.close();
     }
+    await new Promise((resolve) => setImmediate(resolve));
   }
 
   it('when two sealed rows are swapped in the file, decryption fails with VAULT_CORRUPT, not garbage', async () => {
     const vault = await twoCredentials();
-    edit(`CREATE TEMP TABLE s AS SELECT name, nonce, sealed FROM credentials;
+    await edit(`CREATE TEMP TABLE s AS SELECT name, nonce, sealed FROM credentials;
           UPDATE credentials SET nonce = (SELECT nonce FROM s WHERE s.name <> credentials.name), sealed = (SELECT sealed FROM s WHERE s.name <> credentials.name);`);
     expect((await codeOf(vault.withSecret('one', () => 1))).code).toBe('VAULT_CORRUPT');
     expect((await codeOf(vault.withSecret('two', () => 1))).code).toBe('VAULT_CORRUPT');
@@ -432,15 +434,15 @@ describe('sealed rows are bound to their id, version and metadata', () => {
     const vault = await twoCredentials();
     // describe() opens no sealed secret: it is what admission binds an action's credential from.
     expect(vault.describe('one')).toMatchObject({ name: 'one' });
-    edit(`UPDATE credentials SET id = 'cred_' || replace(hex(zeroblob(300)), '00', 'x') WHERE name = 'one'`);
+    await edit(`UPDATE credentials SET id = 'cred_' || replace(hex(zeroblob(300)), '00', 'x') WHERE name = 'one'`);
     expect((await codeOf(() => vault.describe('one'))).code).toBe('VAULT_CORRUPT');
-    edit(`UPDATE credentials SET version_tag = replace(hex(zeroblob(201)), '00', 'v') WHERE name = 'two'`);
+    await edit(`UPDATE credentials SET version_tag = replace(hex(zeroblob(201)), '00', 'v') WHERE name = 'two'`);
     expect((await codeOf(() => vault.describe('two'))).code).toBe('VAULT_CORRUPT');
   });
 
   it('when a binding is edited in the file (to redirect the secret), it no longer decrypts', async () => {
     const vault = await twoCredentials();
-    edit(`UPDATE credentials SET bindings = '["evil.example"]' WHERE name = 'one'`);
+    await edit(`UPDATE credentials SET bindings = '["evil.example"]' WHERE name = 'one'`);
     expect((await codeOf(vault.withSecret('one', () => 1))).code).toBe('VAULT_CORRUPT');
     expect(await vault.withSecret('two', (s) => s)).toEqual({ kind: 'bearer', token: 'secret-two' });
   });
@@ -665,6 +667,123 @@ describe('two processes (connections) on one file', () => {
     const cli = await open();
     await cli.init(passphrase());
     expect(daemon.state()).toBe('locked');
+  });
+});
+
+describe('when finds run in one synchronous stretch and another process commits', () => {
+  /** Counts `PRAGMA data_version` executions on every connection of this process (the statement's own get). */
+  function countDataVersionReads(): { readonly count: () => number } {
+    const scratch = new Database(':memory:');
+    const statement = Object.getPrototypeOf(scratch.prepare('SELECT 1')) as Database.Statement;
+    scratch.close();
+    let count = 0;
+    const original = statement.get;
+    const counted = vi.spyOn(statement, 'get').mockImplementation(function (this: Database.Statement, ...params) {
+      if (this.source === 'PRAGMA data_version') count += 1;
+      return original.apply(this, params);
+    });
+    restores.push(() => counted.mockRestore());
+    return { count: () => count };
+  }
+  const restores: (() => void)[] = [];
+  afterEach(() => {
+    for (const restore of restores.splice(0)) restore();
+  });
+
+  /** A later turn of the event loop, as an I/O callback (a person's request, the CLI's reply) would come in. */
+  const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+  /** The CLI's own connection to vault.sqlite: another process's commits, which no store in this one counts. */
+  function otherProcess(): Database.Database {
+    const db = new Database(path.join(dir.path, vaultFileName), { timeout: 2_000 });
+    closers.push(() => db.close());
+    return db;
+  }
+  const closers: (() => void)[] = [];
+  afterEach(() => {
+    for (const close of closers.splice(0)) close();
+  });
+
+  async function daemonWith(...names: string[]): Promise<Vault> {
+    const daemon = await open();
+    await daemon.init(passphrase());
+    for (const name of names)
+      await daemon.add({ name, kind: 'bearer', secret: text(`${name}-token`), bindings: ['a.example'] });
+    return daemon;
+  }
+
+  it('reads data_version once for every find of the stretch, and again in the next turn', async () => {
+    const daemon = await daemonWith('api', 'other');
+    await nextTurn();
+    const reads = countDataVersionReads();
+    expect(daemon.describe('api')?.name).toBe('api');
+    expect(daemon.describe('other')?.name).toBe('other');
+    const used = daemon.withSecret('api', (secret) => secret);
+    expect(daemon.describe('api')?.name).toBe('api');
+    expect(reads.count()).toBe(1);
+    expect(await used).toEqual({ kind: 'bearer', token: 'api-token' });
+    await nextTurn();
+    expect(daemon.describe('api')?.name).toBe('api');
+    expect(daemon.describe('other')?.name).toBe('other');
+    expect(reads.count()).toBe(2);
+  });
+
+  it('a removal another connection committed is seen by the first find of a later turn', async () => {
+    const daemon = await daemonWith('api');
+    const cli = otherProcess();
+    await nextTurn();
+    expect(daemon.describe('api')?.name).toBe('api');
+    expect(cli.prepare('DELETE FROM credentials WHERE name = ?').run('api').changes).toBe(1);
+    // Later in the same stretch: answered as of the stretch's first read, which nothing here can tell from before it.
+    expect(daemon.describe('api')?.name).toBe('api');
+    await nextTurn();
+    expect(daemon.describe('api')).toBeUndefined();
+    expect((await codeOf(daemon.withSecret('api', (s) => s))).code).toBe('UNKNOWN_CREDENTIAL');
+  });
+
+  it('a rotation another connection committed is used by the first find of a later turn', async () => {
+    const daemon = await daemonWith('api');
+    expect(await daemon.withSecret('api', (s) => s)).toEqual({ kind: 'bearer', token: 'api-token' });
+    const before = daemon.describe('api');
+    // The rotated row, sealed by a vault on a copy of the file: what the CLI's rotate writes, columns and all.
+    const copy = createTempDir('postern-vault-copy-');
+    try {
+      for (const name of [vaultFileName, `${vaultFileName}-wal`])
+        if (existsSync(path.join(dir.path, name))) copyFileSync(path.join(dir.path, name), path.join(copy.path, name));
+      const copied = await openVault({ dataDir: copy.path, clock, idleLockMs: 0, kdf: 'min' });
+      await copied.unlock(passphrase());
+      await copied.rotate('api', text('rotated-token'));
+      await copied.close();
+      const rotated = new Database(path.join(copy.path, vaultFileName), { readonly: true });
+      const row = rotated.prepare('SELECT version_tag, nonce, sealed FROM credentials WHERE name = ?').get('api') as {
+        version_tag: string;
+        nonce: Buffer;
+        sealed: Buffer;
+      };
+      rotated.close();
+      const cli = otherProcess();
+      await nextTurn();
+      expect(await daemon.withSecret('api', (s) => s)).toEqual({ kind: 'bearer', token: 'api-token' });
+      const update = cli.prepare('UPDATE credentials SET version_tag = ?, nonce = ?, sealed = ? WHERE name = ?');
+      expect(update.run(row.version_tag, row.nonce, row.sealed, 'api').changes).toBe(1);
+      await nextTurn();
+      expect(await daemon.withSecret('api', (s) => s)).toEqual({ kind: 'bearer', token: 'rotated-token' });
+      expect(daemon.describe('api')?.version_tag).toBe(row.version_tag);
+      expect(row.version_tag).not.toBe(before?.version_tag);
+    } finally {
+      copy.remove();
+    }
+  });
+
+  it('a write through another store of this process is seen in the same stretch (it is counted, not awaited)', async () => {
+    const daemon = await daemonWith('api');
+    const cli = await open();
+    await cli.unlock(passphrase());
+    await nextTurn();
+    expect(daemon.describe('api')?.name).toBe('api');
+    const removed = cli.remove('api');
+    expect(daemon.describe('api')).toBeUndefined();
+    await removed;
   });
 });
 
