@@ -444,11 +444,11 @@ describe('a secret split across stored blocks whose NLEN is wrong (a decoder tha
     // Noise mends often, and the stored blocks of noise skip up to 64 KiB, over a seam as often as not: mending those
     // again inside the views stored blocks make spent the decoded-bytes budget on this megabyte, and the rest of it was
     // redacted unread (six ranges). Read as zlib reads them, it costs 14 182 decoder calls (13 940 when those views
-    // were not looked into) and redacts nothing.
+    // were not looked into) and redacts nothing; 14 705 since the first `shortRunsMax` short runs are looked into.
     const body = idBytes('random1', 1 << 20);
     const ranges = secretScrubber(secretParts({ kind: 'bearer', token: shortToken })).ranges(body);
     expect(ranges).toEqual([]);
-    expect(decoderCalls.length).toBeLessThan(14_500);
+    expect(decoderCalls.length).toBeLessThan(15_000);
   });
 });
 

@@ -24,9 +24,11 @@ import { mendStoredLengthSteps, zlibExtentSteps, type DeflateFormat } from './st
  *                   skipped unchecked (FHCRC too), each member's data decoded as raw deflate, trailers unchecked, and
  *                   consecutive members joined into one view.
  *   without one:    raw deflate and brotli, tried where data starts (a view's first byte, each base64/hex run on its
- *                   own) when those bytes do not look like text, at most `headlessTriesMax` places per input: they
- *                   cost two decoder calls each and cannot be told from noise, so past the bound (hundreds of runs
- *                   of ids) they are not tried — the one best-effort part, said so in docs/http-channel.md.
+ *                   own, and after each '=' inside a run: `key=<base64>`) when those bytes do not look like text, at
+ *                   most `headlessTriesMax` places per input, and in the first `shortRunsMax` runs too short to hold a
+ *                   part as they are (compressed, a part can be shorter than itself): they cost two decoder calls each
+ *                   and cannot be told from noise, so past the bounds (hundreds of runs of ids, words of prose) they
+ *                   are not tried — the one best-effort part, said so in docs/http-channel.md.
  *   cannot check:   zstd, xz, bzip2 and lz4 frames (node:zlib has no decoder here), a stream that decodes to more than
  *                   its share of the budget or the ratio bound, and anything left once the budget is spent: redacted
  *                   from its first byte to the end of the view — what the broker cannot read it does not hand over.
@@ -69,6 +71,20 @@ export const storedWalkUnitsMax = 12 * 1024 * 1024;
 /** Places tried as raw deflate and brotli (no signature) at most per input; past it, the rest are not tried. */
 export const headlessTriesMax = 256;
 /**
+ * Runs too short to hold the shortest part as they are (the scrubber's short runs: base64, hex, decimal byte arrays)
+ * decoded and looked into at most per input, in the order the scrubber meets them. Compressed, a part can take fewer
+ * bytes than its own (brotli and deflate write 40 hex digits in ~37 bytes, brotli's dictionary a word in a few), so
+ * those runs may hold one; but every word of prose and every id is such a run, and decoding each at every alignment
+ * cost a megabyte of prose ~0.5 s. Bounded apart from `headlessTriesMax`, so they cannot use up the longer runs' tries.
+ */
+export const shortRunsMax = 64;
+/**
+ * Data shorter than this is not tried without a signature: two bytes decode to at most one byte of deflate (a block
+ * header and a literal) and to nothing of brotli (a meta-block header alone is longer). The only sound length bound:
+ * a stream's length says nothing else about how much it decodes to.
+ */
+export const headlessBytesMin = 3;
+/**
  * Seams (stored blocks joined: `seamsOfViews`) at most in a view that is looked into for compressed data across them.
  * Noise almost never chains more than a few stored blocks, nor does a secret need more than a few; a chain of
  * thousands (bench/scrub.ts's hostile row) made every view decoded from it a run view with as many seams, and looking
@@ -104,6 +120,8 @@ export interface InflateBudget {
   /** Encoded bytes consumed by decoder calls that succeeded (inflateInputBytesMax). */
   inputBytesLeft: number;
   headlessLeft: number;
+  /** Short runs left to decode and look into (`shortRunsMax`): the scrubber counts them. */
+  shortRunsLeft: number;
   walkUnitsLeft: number;
 }
 
@@ -113,6 +131,7 @@ export function inflateBudget(): InflateBudget {
     callsLeft: inflateCallsMax,
     inputBytesLeft: inflateInputBytesMax,
     headlessLeft: headlessTriesMax,
+    shortRunsLeft: shortRunsMax,
     walkUnitsLeft: storedWalkUnitsMax,
   };
 }
@@ -237,13 +256,23 @@ export interface Inflation {
 
 type Format = 'gzip' | 'zlib' | 'raw' | 'br';
 
+/** Where signature-less data may start in a view, and how it is tried there. */
+export interface DataStarts {
+  /** Sorted offsets: 0, or each run of a base64/hex view and each place after a '=' inside one. */
+  readonly at: ArrayLike<number>;
+  /** Where the data from each start ends (the end of its run); by default the next start, or the view's end. */
+  readonly end?: ArrayLike<number>;
+  /** The view decodes short runs (`shortRunsMax`, which bounds them): `headlessTriesMax` is not charged. */
+  readonly shortRuns?: boolean;
+}
+
 /**
  * The decoded views of every compressed stream in `view`, and what could not be checked. `starts` are where data
  * starts in the view (0, or each run of a base64/hex view): signature-less formats are tried there only.
  */
 export function inflatedViews(
   view: ScanView,
-  starts: ArrayLike<number>,
+  starts: ArrayLike<number> | DataStarts,
   budget: InflateBudget,
   outputBytesMin: number,
 ): Inflation {
@@ -256,10 +285,11 @@ export function inflatedViews(
  */
 export function* inflatedViewSteps(
   view: ScanView,
-  starts: ArrayLike<number>,
+  dataStarts: ArrayLike<number> | DataStarts,
   budget: InflateBudget,
   outputBytesMin: number,
 ): Steps<Inflation> {
+  const { at: starts, end: ends, shortRuns = false } = 'length' in dataStarts ? { at: dataStarts } : dataStarts;
   const out: Inflation = { views: [], uncheckable: [] };
   const src = view.bytes;
   /** Starts of gzip members read as part of an earlier member's view (gzipMembers): not read again on their own. */
@@ -335,14 +365,14 @@ export function* inflatedViewSteps(
     for (const at of signatureStarts(src, magic)) out.uncheckable.push(untilEnd(at));
   for (let i = 0; i < starts.length; i++) {
     const at = starts[i]!;
-    const end = i + 1 < starts.length ? starts[i + 1]! : src.length;
-    // A stream that holds a part takes at least the part's own bytes and a block header: shorter data is not tried.
-    if (end - at <= outputBytesMin || looksLikeText(src, at)) continue;
+    const end = ends?.[i] ?? (i + 1 < starts.length ? starts[i + 1]! : src.length);
+    // Not the part's own length: compressed, a part can take fewer bytes than it has (see `headlessBytesMin`).
+    if (end - at < headlessBytesMin || looksLikeText(src, at)) continue;
     // In a view with seams, a run that crosses none was tried where it lies whole (see `seamsOfViews`).
     if (seams !== undefined && !seamBetween(seams, at, end)) continue;
     // Past the bound, signature-less data is left untried (see the module comment and docs/http-channel.md).
-    if (budget.headlessLeft <= 0) break;
-    budget.headlessLeft -= 1;
+    if (!shortRuns && budget.headlessLeft <= 0) break;
+    if (!shortRuns) budget.headlessLeft -= 1;
     // A run is decoded on its own, as the agent would decode it.
     if (((src[at]! >> 1) & 3) !== 3 && !loneStoredBlock(src, at, end)) yield* tryAt('raw', at, end);
     yield* tryAt('br', at, end);
@@ -533,7 +563,7 @@ function* longestDecodable(
   let good = 0;
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
-  // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
+  // no longer prefix does (a decoder that fails on some bytes fails on every input that starts with them).
   if ((format === 'raw' || format === 'br') && !memberData && input.length > probeBytesFirst) {
     let head = attempt(probeBytesFirst);
     const mend = yield* mended(head);
@@ -572,7 +602,7 @@ function* longestDecodable(
     if (!isDecoded(got)) bad = mid;
     else [good, goodDecoded] = [mid, got];
   }
-  // Two bytes decode to too little to hold a part (at least four bytes of distinct characters).
+  // Two bytes decode to too little to hold a part (see `headlessBytesMin`).
   if (good <= 2 || goodDecoded === undefined) return undefined;
   return answer(goodDecoded);
 }

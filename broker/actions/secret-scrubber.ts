@@ -1,12 +1,22 @@
 import type { SecretMaterial } from '../ports/index.js';
-import { inflateBudget, inflatedViewSteps, inflationsMax, setViewSeams, viewSeams } from './compressed-views.js';
+import {
+  headlessBytesMin,
+  type InflateBudget,
+  inflateBudget,
+  inflatedViewSteps,
+  inflationsMax,
+  setViewSeams,
+  viewSeams,
+} from './compressed-views.js';
 import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
 
 /*
  * The scrubber stands between a remote that may reflect what it received (THREAT-MODEL.md: "echo headers and
  * bodies, base64 them, pad headers") and the agent. It must find every secret *part* in every form a reflecting
  * remote produces in practice, so it searches decoded "views" of the input, each byte of a view mapped back to the
- * input bytes it came from, and redacts the input bytes behind every hit:
+ * input bytes it came from, and redacts the input bytes behind every hit. A part matches in any ASCII case (a remote
+ * that upper-cases what it echoes: hex tokens come back upper-cased), in every view (base64 of an upper-cased token
+ * too); other bytes match exactly:
  *
  *   escape views   percent (%XX, either hex case, any subset of bytes encoded; plus a '+'-as-space variant when a
  *                  part holds a space), JSON/JS string escapes (\uXXXX incl. surrogate pairs -> UTF-8,
@@ -17,7 +27,10 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *                  wrapped output (`base64 -w N`, `xxd -p`) decode whole. Every run is decoded at each symbol offset
  *                  (4 for base64, 2 for hex), so a part at any byte alignment inside a larger blob is found. A hit
  *                  redacts the whole run: over-redacting a blob that carries a secret is fine. Runs too short to
- *                  hold the shortest part are skipped.
+ *                  hold the shortest part are decoded only to look for compressed data in (below).
+ *   decimal arrays  comma-separated byte values 0-255 (Node's Buffer as JSON, `{"type":"Buffer","data":[57,102,...]}`,
+ *                  and `[57, 102, ...]` with spaces or line breaks around the commas): a run of them decodes to bytes,
+ *                  and a hit redacts the whole run, like base64's.
  *
  * Views nest up to `nestingMax` = 2 deep: every single form above, and every ordered pair (percent inside JSON,
  * base64 inside percent, JSON inside JSON, hex inside base64, base64 with JSON-escaped slashes, ...). Matching is
@@ -25,14 +38,25 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *
  *   inflated views compressed streams the remote did not declare (compressed-views.ts): gzip, zlib and zip entries
  *                  wherever their signature is, raw deflate and brotli where non-text data starts, in every view
- *                  above (so base64 of gzip, gzip of JSON-escaped text...). Decompression is not counted as a layer
- *                  (at most `inflationsMax` of them on one path); what cannot be decoded within the bounds, or is a
+ *                  above (so base64 of gzip, gzip of JSON-escaped text...). Compressed, a part can be shorter than
+ *                  itself (brotli writes 40 hex digits in ~37 bytes): runs too short to hold a part as they are are
+ *                  decoded too, cut at each '=' (`key=<base64>`), at their first symbol, the first `shortRunsMax` of
+ *                  them per input (every word of prose is one), and looked into for compressed data only; so is a
+ *                  view shorter than the shortest part. Decompression is not counted as a layer (at most
+ *                  `inflationsMax` of them on one path); what cannot be decoded within the bounds, or is a
  *                  format node:zlib lacks (zstd, xz, bzip2, lz4), is redacted from its start to the end of the view.
  *
  * What stays out, by design: three or more nested encodings; base64/hex split into groups shorter than the shortest
- * part (`c2Vj cmV0`); raw deflate or brotli behind a prefix inside binary data (no signature to find it by); a preset
- * zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text encodings; a secret dealt out in slices over several answers
- * (Range is refused at validation). Parts shorter than `partBytesMin` are not searched: they would redact at random.
+ * part (`c2Vj cmV0`), so also hex spaced or grouped by byte pairs (xxd / hexdump style, `9f 3a 7c`, `9f:3a:7c`) and a
+ * part cut into pieces or reordered by any rule a hostile remote picks (every n-th character, reversed...); base32,
+ * base85, quoted-printable (`=39=66`), uuencode, octal or decimal escapes other than the byte arrays above, and any
+ * other encoding not listed; case changes other than ASCII letters' (a non-ASCII letter is matched byte for byte);
+ * raw deflate or brotli whose first bytes read as text (fixed-Huffman deflate of digits can: it is not tried there),
+ * behind a prefix inside binary data (no signature to find it by), behind symbols glued before a short run, or in a
+ * short run past the first `shortRunsMax` (past `headlessTriesMax` for longer runs); a preset
+ * zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
+ * encodings; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
+ * `partBytesMin` are not searched: they would redact at random.
  *
  * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
  * least one escape; in an escape view only runs that hold a decoded escape are decoded (the rest are the parent's).
@@ -140,10 +164,15 @@ interface Plan {
   readonly needles: readonly Buffer[];
   readonly needleBytesMin: number;
   readonly needleBytesMax: number;
-  /** Shortest run that can hold the shortest part: shorter runs are not decoded. */
+  /** Shortest run that can hold the shortest part: shorter runs are decoded only to look for compressed data in. */
   readonly base64SymbolsMin: number;
   readonly hexSymbolsMin: number;
   readonly spaceInPart: boolean;
+  /**
+   * How each needle is searched ASCII case-insensitively (a remote that changes the case of what it echoes: hex tokens
+   * come back upper-cased), in every view: see `caseFreeSearch`.
+   */
+  readonly searches: readonly CaseFreeSearch[];
 }
 
 export function secretScrubber(parts: readonly string[]): SecretScrubber {
@@ -156,6 +185,7 @@ export function secretScrubber(parts: readonly string[]): SecretScrubber {
     base64SymbolsMin: Math.ceil((needleBytesMin * 8) / 6),
     hexSymbolsMin: needleBytesMin * 2,
     spaceInPart: needles.some((b) => b.includes(0x20)),
+    searches: needles.map(caseFreeSearch),
   };
   // Written once as steps (sliced-work.ts); the sync API runs them at once, the async one in slices.
   const rangeSteps = function* (input: Buffer): Steps<Array<readonly [number, number]>> {
@@ -186,6 +216,64 @@ export function secretScrubber(parts: readonly string[]): SecretScrubber {
       return { text: charsMax === undefined ? whole : cutChars(whole, charsMax), redacted: out.redacted };
     },
   };
+}
+
+/** ASCII lower case of each byte (other bytes as they are). */
+const asciiLower = Uint8Array.from({ length: 256 }, (_, b) => (b >= 0x41 && b <= 0x5a ? b + 0x20 : b));
+const isAsciiLetter = (b: number): boolean => asciiLower[b]! >= 0x61 && asciiLower[b]! <= 0x7a;
+
+/**
+ * One needle's ASCII case-insensitive search. With an anchor (its longest stretch without a letter, the same in any
+ * case): the anchor is found natively and the needle compared around each hit, so a view costs what an exact search
+ * does. A needle of letters only has none: then a view is searched lower-cased whole (a copy of it as text).
+ */
+interface CaseFreeSearch {
+  readonly needle: Buffer;
+  readonly anchor: Buffer | undefined;
+  /** Where the anchor starts in the needle. */
+  readonly anchorAt: number;
+}
+
+function caseFreeSearch(needle: Buffer): CaseFreeSearch {
+  let [bestAt, bestLength] = [0, 0];
+  for (let i = 0; i < needle.length;) {
+    if (isAsciiLetter(needle[i]!)) {
+      i++;
+      continue;
+    }
+    let end = i;
+    while (end < needle.length && !isAsciiLetter(needle[end]!)) end++;
+    if (end - i > bestLength) [bestAt, bestLength] = [i, end - i];
+    i = end;
+  }
+  // A needle without a letter is matched exactly: its anchor is all of it.
+  return {
+    needle,
+    anchor: bestLength === 0 ? undefined : needle.subarray(bestAt, bestAt + bestLength),
+    anchorAt: bestAt,
+  };
+}
+
+function equalsIgnoringAsciiCase(src: Buffer, at: number, needle: Buffer): boolean {
+  if (at < 0 || at + needle.length > src.length) return false;
+  for (let k = 0; k < needle.length; k++) if (asciiLower[src[at + k]!] !== asciiLower[needle[k]!]) return false;
+  return true;
+}
+
+/** Where `search`'s needle starts in `src`, any ASCII case (see CaseFreeSearch). */
+function caseFreeMatches(src: Buffer, search: CaseFreeSearch): number[] {
+  const { needle, anchor, anchorAt } = search;
+  const found: number[] = [];
+  if (anchor !== undefined) {
+    for (let hit = src.indexOf(anchor); hit >= 0; hit = src.indexOf(anchor, hit + 1))
+      if (equalsIgnoringAsciiCase(src, hit - anchorAt, needle)) found.push(hit - anchorAt);
+    return found;
+  }
+  const lower = (b: Buffer): string => b.toString('latin1').replace(/[A-Z]+/g, (m) => m.toLowerCase());
+  const text = lower(src);
+  const wanted = lower(needle);
+  for (let at = text.indexOf(wanted); at >= 0; at = text.indexOf(wanted, at + 1)) found.push(at);
+  return found;
 }
 
 /**
@@ -288,10 +376,16 @@ class RunView implements View {
   constructor(
     readonly bytes: Buffer,
     readonly depth: number,
-    /** Where each run's decoded bytes start: data starts there (signature-less compression is tried there). */
+    /** Where each run's decoded bytes start. */
     readonly segmentAt: Int32Array,
     private readonly segmentStart: Int32Array,
     private readonly segmentEnd: Int32Array,
+    /**
+     * Where data starts (signature-less compression is tried there): each run's first byte, and the byte after a '='
+     * inside a run where this alignment puts one (`key=<base64>` is one run); with where that run's bytes end.
+     */
+    readonly dataAt: Int32Array,
+    readonly dataEnd: Int32Array,
   ) {}
 
   inputStart(i: number): number {
@@ -597,11 +691,19 @@ const runScanStepBytes = 64 * 1024;
 const runDecodeStepBytes = 256 * 1024;
 const runDecodeStepRuns = 4096;
 
-/** Runs of each alphabet as flat [start, end, symbolCount] triples. */
+/** Runs of each alphabet as flat [start, end, symbolCount] triples; short: too short to hold a part as they are. */
 interface Runs {
   readonly base64: number[];
   readonly hex: number[];
+  readonly base64Short: number[];
+  readonly hexShort: number[];
 }
+
+/**
+ * Shortest short run: one that decodes to `headlessBytesMin` bytes. A short run cannot hold a part, but compressed
+ * data in it can (compressed-views.ts): short runs are decoded into views of their own, only looked into for that.
+ */
+const shortRunSymbolsMin = { base64: Math.ceil((headlessBytesMin * 8) / 6), hex: headlessBytesMin * 2 };
 
 /**
  * Runs: maximal stretches of an alphabet, from the first symbol, without trailing line breaks, holding enough symbols
@@ -609,11 +711,11 @@ interface Runs {
  * escape view only runs that hold a decoded escape are new (any other run is the parent's, decoded there already), so
  * only the stretches around escapes are looked at.
  */
-function* findRuns(view: View, plan: Plan): Steps<Runs> {
+function* findRuns(view: View, plan: Plan, budget: InflateBudget): Steps<Runs> {
   const src = view.bytes;
   // A step per this many bytes looked at: a megabyte is ~10-20 ms of this loop.
   let stepEnd = runScanStepBytes;
-  const runs: Runs = { base64: [], hex: [] };
+  const runs: Runs = { base64: [], hex: [], base64Short: [], hexShort: [] };
   const stretchEnd = (from: number): number => {
     let j = from;
     while (j < src.length && base64Value[src[j]!] !== none) j++;
@@ -633,7 +735,7 @@ function* findRuns(view: View, plan: Plan): Steps<Runs> {
         let start = i;
         while (start > covered && base64Value[src[start - 1]!] !== none) start--;
         covered = stretchEnd(i);
-        stretchRuns(src, start, covered, plan, runs);
+        stretchRuns(src, start, covered, plan, runs, budget);
       }
     }
     return runs;
@@ -645,27 +747,44 @@ function* findRuns(view: View, plan: Plan): Steps<Runs> {
     }
     if (base64Value[src[i]!] === none) continue;
     const end = stretchEnd(i);
-    stretchRuns(src, i, end, plan, runs);
+    stretchRuns(src, i, end, plan, runs, budget);
     i = end;
   }
   return runs;
 }
 
-function stretchRuns(src: Buffer, from: number, to: number, plan: Plan, runs: Runs): void {
-  pushRun(src, from, to, base64Alphabet, plan.base64SymbolsMin, runs.base64);
-  if (to - from < plan.hexSymbolsMin) return;
+function stretchRuns(src: Buffer, from: number, to: number, plan: Plan, runs: Runs, budget: InflateBudget): void {
+  // No closure here: this runs once per stretch, and a megabyte of prose is ~150k of them.
+  const base64Short = budget.shortRunsLeft > 0 ? runs.base64Short : undefined;
+  pushRun(src, from, to, base64Alphabet, plan.base64SymbolsMin, runs.base64, base64Short, budget);
+  if (to - from < (budget.shortRunsLeft > 0 ? shortRunSymbolsMin.hex : plan.hexSymbolsMin)) return;
   for (let i = from; i < to; i++) {
     if (hexRunValue[src[i]!] === none) continue;
     let end = i;
     while (end < to && hexRunValue[src[end]!] !== none) end++;
-    pushRun(src, i, end, hexAlphabet, plan.hexSymbolsMin, runs.hex);
+    const hexShort = budget.shortRunsLeft > 0 ? runs.hexShort : undefined;
+    pushRun(src, i, end, hexAlphabet, plan.hexSymbolsMin, runs.hex, hexShort, budget);
     i = end;
   }
 }
 
-/** Trims [from, to) (all of the alphabet) to start on a symbol and end without line breaks; keeps it if long enough. */
-function pushRun(src: Buffer, from: number, to: number, alphabet: Alphabet, minSymbols: number, into: number[]): void {
-  if (to - from < minSymbols) return;
+/**
+ * Trims [from, to) (all of the alphabet) to start on a symbol and end without line breaks; keeps it in `into` if long
+ * enough to hold a part, else in `short` (while there is one: `shortRunsMax`) if long enough to hold compressed data
+ * (`shortRunSymbolsMin`).
+ */
+function pushRun(
+  src: Buffer,
+  from: number,
+  to: number,
+  alphabet: Alphabet,
+  minSymbols: number,
+  into: number[],
+  short: number[] | undefined,
+  budget: InflateBudget,
+): void {
+  const shortMin = alphabet === hexAlphabet ? shortRunSymbolsMin.hex : shortRunSymbolsMin.base64;
+  if (to - from < (short === undefined ? minSymbols : shortMin)) return;
   const { value, symbols } = alphabet;
   let start = from;
   while (start < to && value[src[start]!]! >= symbols) start++;
@@ -674,19 +793,61 @@ function pushRun(src: Buffer, from: number, to: number, alphabet: Alphabet, minS
   let count = 0;
   for (let i = start; i < end; i++) if (value[src[i]!]! < symbols) count++;
   if (count >= minSymbols) into.push(start, end, count);
+  else if (short !== undefined && count >= shortMin) pushShortRuns(src, start, end, alphabet, shortMin, short, budget);
 }
 
 /**
- * Decodes every run at each symbol offset of the alphabet: one view per offset, the runs laid end to end. A step per
+ * A short run, cut at each '=' (`key=value`, or padded blobs one after another): each piece holds compressed data from
+ * its first symbol if any, as an agent decodes a value (decoded at that alignment only: `decodeRuns`).
+ */
+function pushShortRuns(
+  src: Buffer,
+  from: number,
+  to: number,
+  alphabet: Alphabet,
+  shortMin: number,
+  short: number[],
+  budget: InflateBudget,
+): void {
+  const { value, symbols } = alphabet;
+  let start = -1;
+  let count = 0;
+  let last = from;
+  for (let i = from; i <= to && budget.shortRunsLeft > 0; i++) {
+    const v = i < to ? value[src[i]!]! : pad;
+    if (v < symbols) {
+      if (start < 0) [start, count] = [i, 0];
+      count++;
+      last = i + 1;
+    } else if (v === pad && start >= 0) {
+      if (count >= shortMin) {
+        short.push(start, last, count);
+        budget.shortRunsLeft -= 1;
+      }
+      start = -1;
+    }
+  }
+}
+
+/**
+ * Decodes every run at each symbol offset of the alphabet (`offsets` of them: short runs at their first symbol only,
+ * `pushShortRuns`): one view per offset, the runs laid end to end. A step per
  * offset, per `runDecodeStepRuns` runs and per `runDecodeStepBytes` of runs read: a megabyte of base64 text is ~20-30
  * ms of decoding, and a megabyte of short runs more, which one step would hold the loop for (THREAT-MODEL 4).
  */
-function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): Steps<View[]> {
+function* decodeRuns(
+  view: View,
+  runs: readonly number[],
+  alphabet: Alphabet,
+  offsets = alphabet.offsets,
+): Steps<View[]> {
   const count = runs.length / 3;
   const seams = viewSeams(view);
   // In a view with seams (compressed-views.ts): per run that crosses one, its symbols before each seam inside it.
   const crossings = seams === undefined ? undefined : runCrossings(view.bytes, runs, alphabet, seams);
   const symbols: string[] = [];
+  /** Per run with a '=' inside (base64): how many of its symbols come before each symbol that follows one. */
+  const afterPads = new Map<number, number[]>();
   const inputStart = new Int32Array(count);
   const inputEnd = new Int32Array(count);
   let stepBytes = 0;
@@ -694,6 +855,7 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
     const [start, end, symbolCount] = [runs[3 * i]!, runs[3 * i + 1]!, runs[3 * i + 2]!];
     const raw = view.bytes.toString('latin1', start, end);
     symbols.push(symbolCount === end - start ? raw : raw.replace(/[=\r\n]/g, ''));
+    if (symbolCount !== end - start && raw.includes('=')) afterPads.set(i, symbolsAfterPads(raw));
     inputStart[i] = view.inputStart(start);
     inputEnd[i] = view.inputEnd(end - 1);
     stepBytes += end - start;
@@ -703,12 +865,14 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
     }
   }
   const views: View[] = [];
-  for (let offset = 0; offset < alphabet.offsets; offset++) {
+  for (let offset = 0; offset < offsets; offset++) {
     yield;
     const texts: string[] = [];
     const segmentAt: number[] = [];
     const segmentStart: number[] = [];
     const segmentEnd: number[] = [];
+    const dataAt: number[] = [];
+    const dataEnd: number[] = [];
     const childSeams: number[] = [];
     let length = 0;
     for (let i = 0; i < count; i++) {
@@ -719,6 +883,16 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
       segmentAt.push(length);
       segmentStart.push(inputStart[i]!);
       segmentEnd.push(inputEnd[i]!);
+      dataAt.push(length);
+      dataEnd.push(length + bytes);
+      for (const symbolsBefore of afterPads.get(i) ?? []) {
+        // Data after a '=' starts on a byte of this alignment's view when whole groups of 4 lie between.
+        const groups = (symbolsBefore - offset) / 4;
+        if (groups > 0 && Number.isInteger(groups) && groups * 3 < bytes) {
+          dataAt.push(length + groups * 3);
+          dataEnd.push(length + bytes);
+        }
+      }
       for (const symbolsBefore of crossings?.get(i) ?? []) {
         // The bits of the symbols past the seam start here: a byte made of bits from both sides is new on its own.
         const bit = (symbolsBefore - offset) * alphabet.bitsPerSymbol;
@@ -737,11 +911,30 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
       Int32Array.from(segmentAt),
       Int32Array.from(segmentStart),
       Int32Array.from(segmentEnd),
+      Int32Array.from(dataAt),
+      Int32Array.from(dataEnd),
     );
     if (seams !== undefined) setViewSeams(child, Int32Array.from(childSeams));
     views.push(child);
   }
   return views;
+}
+
+/** In a base64 run as written: how many symbols come before each symbol that follows a '=' (line breaks read past). */
+function symbolsAfterPads(raw: string): number[] {
+  const out: number[] = [];
+  let symbols = 0;
+  let afterPad = false;
+  for (let k = 0; k < raw.length; k++) {
+    const v = base64Value[raw.charCodeAt(k)]!;
+    if (v === pad) afterPad = true;
+    else if (v < 64) {
+      if (afterPad && symbols > 0) out.push(symbols);
+      afterPad = false;
+      symbols++;
+    }
+  }
+  return out;
 }
 
 /**
@@ -771,6 +964,85 @@ function runCrossings(
   return crossings;
 }
 
+// ---- Decimal byte arrays: `[57,102,51]`, `[57, 102, 51]` (Node's Buffer as JSON: {"type":"Buffer","data":[...]}) ----
+
+const isDigit = (b: number | undefined): boolean => b !== undefined && b >= 0x30 && b <= 0x39;
+/** Space, tab and line breaks: read past around the commas of an array. */
+const isArraySpace = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+
+/** The decimal number 0-255 of 1-3 digits at `at` (none right before or after it, nor a '.'), and where it ends. */
+function byteNumberAt(src: Buffer, at: number): readonly [number, number] | undefined {
+  if (!isDigit(src[at]) || isDigit(src[at - 1]) || src[at - 1] === 0x2e) return undefined;
+  let end = at;
+  let value = 0;
+  while (end < src.length && isDigit(src[end]) && end - at < 4) value = value * 10 + src[end++]! - 0x30;
+  if (end - at > 3 || value > 255 || src[end] === 0x2e) return undefined;
+  return [value, end];
+}
+
+/**
+ * Runs of comma-separated decimal byte values (spaces and line breaks around the commas read past), decoded to bytes:
+ * one run view of those that can hold a part, one (a short-run view) of those that can only hold compressed data.
+ * Found from each comma, so a view without one costs a lookup. Each byte maps to its whole run, like base64's.
+ */
+function* decimalRunViews(view: View, plan: Plan, budget: InflateBudget): Steps<View[]> {
+  const src = view.bytes;
+  type Run = { start: number; end: number; bytes: number[] };
+  const runs: Run[] = [];
+  let covered = 0;
+  let commas = 0;
+  for (let comma = src.indexOf(0x2c); comma >= 0; comma = src.indexOf(0x2c, Math.max(comma + 1, covered))) {
+    if (++commas % runDecodeStepRuns === 0) yield;
+    let first = comma;
+    while (first > covered && isArraySpace(src[first - 1])) first--;
+    let start = first;
+    while (start > covered && isDigit(src[start - 1])) start--;
+    let number = start < first ? byteNumberAt(src, start) : undefined;
+    if (number === undefined || number[1] !== first) continue;
+    const run: Run = { start, end: number[1], bytes: [number[0]] };
+    for (let at = number[1]; ;) {
+      while (isArraySpace(src[at])) at++;
+      if (src[at] !== 0x2c) break;
+      at++;
+      while (isArraySpace(src[at])) at++;
+      number = byteNumberAt(src, at);
+      if (number === undefined) break;
+      run.bytes.push(number[0]);
+      at = run.end = number[1];
+    }
+    covered = run.end;
+    const short = run.bytes.length < plan.needleBytesMin;
+    if (run.bytes.length >= headlessBytesMin && (!short || budget.shortRunsLeft > 0)) {
+      runs.push(run);
+      if (short) budget.shortRunsLeft -= 1;
+    }
+  }
+  const views: View[] = [];
+  for (const short of [false, true]) {
+    const chosen = runs.filter((r) => r.bytes.length < plan.needleBytesMin === short);
+    if (chosen.length === 0) continue;
+    const at: number[] = [];
+    let length = 0;
+    for (const run of chosen) {
+      at.push(length);
+      length += run.bytes.length;
+    }
+    const segmentAt = Int32Array.from(at);
+    const child = new RunView(
+      Buffer.from(chosen.flatMap((r) => r.bytes)),
+      view.depth + 1,
+      segmentAt,
+      Int32Array.from(chosen, (r) => view.inputStart(r.start)),
+      Int32Array.from(chosen, (r) => view.inputEnd(r.end - 1)),
+      segmentAt,
+      Int32Array.from(chosen, (r, i) => at[i]! + r.bytes.length),
+    );
+    if (short) shortRunViews.add(child);
+    views.push(child);
+  }
+  return views;
+}
+
 // ---- The search ----
 
 /** The search, as steps: it yields after each view's own search, each child view decoded and each decoder call. */
@@ -782,15 +1054,16 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
   const inflations = new Map<View, number>();
   for (let q = 0; q < queue.length; q++) {
     const view = queue[q]!;
-    if (view.bytes.length < plan.needleBytesMin) continue;
-    for (const needle of plan.needles) {
-      for (let at = view.bytes.indexOf(needle); at >= 0; at = view.bytes.indexOf(needle, at + 1)) {
-        found.push([view.inputStart(at), view.inputEnd(at + needle.length - 1)]);
-      }
-    }
+    // A view of short runs is only looked into for compressed data (`shortRunSymbolsMin`); so is a view shorter than
+    // the shortest part: compressed, a part can be shorter than itself.
+    const shortRuns = shortRunViews.has(view);
+    if (view.bytes.length < headlessBytesMin) continue;
+    for (const search of shortRuns || view.bytes.length < plan.needleBytesMin ? [] : plan.searches)
+      for (const at of caseFreeMatches(view.bytes, search))
+        found.push([view.inputStart(at), view.inputEnd(at + search.needle.length - 1)]);
     yield;
     const level = inflations.get(view) ?? 0;
-    const children = view.depth < nestingMax ? yield* childViews(view, plan) : [];
+    const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan, budget) : [];
     if (level > 0) for (const child of children) inflations.set(child, level);
     // A view decoded from one with seams (compressed-views.ts: stored blocks' bytes laid end to end) has its own.
     const seams = viewSeams(view);
@@ -801,7 +1074,7 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
     // A view whose seams are none holds no compressed data that was not looked for where it lies whole.
     if (seams?.length === 0) continue;
-    const starts = view instanceof RunView ? view.segmentAt : [0];
+    const starts = view instanceof RunView ? { at: view.dataAt, end: view.dataEnd, shortRuns } : [0];
     const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
     found.push(...inflated.uncheckable);
     for (const child of inflated.views) inflations.set(child, level + 1);
@@ -837,8 +1110,10 @@ function escapeSeams(child: EscapeView, seams: Int32Array): Int32Array {
 
 /** Escape views whose escapes stand for bytes (percent, form): compressed data can hide behind them. */
 const byteEscapeViews = new WeakSet<View>();
+/** Run views of short runs (`shortRunSymbolsMin`). */
+const shortRunViews = new WeakSet<View>();
 
-function* childViews(view: View, plan: Plan): Steps<View[]> {
+function* childViews(view: View, plan: Plan, budget: InflateBudget): Steps<View[]> {
   const children: View[] = [];
   for (const kind of escapeKinds) {
     const child = kind === formKind && !plan.spaceInPart ? undefined : decodeEscapes(view, kind);
@@ -846,11 +1121,22 @@ function* childViews(view: View, plan: Plan): Steps<View[]> {
     if (child) children.push(child);
     yield;
   }
-  const runs = yield* findRuns(view, plan);
+  children.push(...(yield* decimalRunViews(view, plan, budget)));
+  const runs = yield* findRuns(view, plan, budget);
   yield;
   if (runs.base64.length > 0) children.push(...(yield* decodeRuns(view, runs.base64, base64Alphabet)));
   yield;
   if (runs.hex.length > 0) children.push(...(yield* decodeRuns(view, runs.hex, hexAlphabet)));
+  for (const [short, alphabet] of [
+    [runs.base64Short, base64Alphabet],
+    [runs.hexShort, hexAlphabet],
+  ] as const) {
+    yield;
+    if (short.length === 0) continue;
+    const views = yield* decodeRuns(view, short, alphabet, 1);
+    for (const child of views) shortRunViews.add(child);
+    children.push(...views);
+  }
   return children;
 }
 

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { brotliCompressSync, crc32, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants, crc32, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 
 /**
  * A hostile remote for the secret-reflection suite (issue 13): it reflects what it receives, in the
@@ -28,6 +28,9 @@ import { brotliCompressSync, crc32, deflateRawSync, deflateSync, gzipSync } from
  *    of gzip in a field; gzip that zlib refuses and a lenient decoder (fflate) reads: a wrong header CRC
  *    (FHCRC), reserved FLG bits set, the dump split inside the authorization value across two members whose first
  *    has a wrong trailer (as bytes and as base64). The agent decompresses what the broker saw as opaque bytes.
+ *  - form-base64-br-token: the bearer token alone, brotli-compressed, as base64 after `auth=` in a form body;
+ *  - case-flipped: the dump with the case of every ASCII letter swapped (a remote that upper-cases what it echoes);
+ *  - buffer-json: the dump as Node writes a Buffer in JSON, {"type":"Buffer","data":[123,34,...]}.
  * Only 127.0.0.1.
  */
 export const reflectModes = [
@@ -44,6 +47,9 @@ export const reflectModes = [
   'pad-header',
   'redirect',
   'query-echo',
+  'case-flipped',
+  'buffer-json',
+  'form-base64-br-token',
   ...undeclaredModes(),
 ] as const;
 
@@ -238,6 +244,22 @@ function reflect(mode: ReflectMode, req: IncomingMessage, dump: string): Answer 
     case 'undeclared-gzip-split-members':
     case 'undeclared-base64-gzip-split-members':
       return undeclared(mode, dump);
+    case 'form-base64-br-token': {
+      // The token alone: brotli writes it in about its own length, in a run that starts at `auth`, not at the stream.
+      // Quality 5: the scrubber before review #206 happened to catch the harness canary at brotli's default quality
+      // (random tokens it missed at any: secret-scrubber.test.ts), and not at this one.
+      const token = /"authorization":"Bearer ([^"]*)"/.exec(dump)?.[1] ?? '';
+      const quality = { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } };
+      return text(`auth=${brotliCompressSync(token, quality).toString('base64')}&ok=1`);
+    }
+    case 'case-flipped':
+      return text(dump.replace(/[A-Za-z]/g, (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())));
+    case 'buffer-json':
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(JSON.stringify(Buffer.from(dump))),
+      };
     case 'query-echo': {
       const raw = (req.url ?? '').split('?').slice(1).join('?');
       const echoed = padOf(query) + raw;
