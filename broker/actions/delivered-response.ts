@@ -125,8 +125,8 @@ function bodyAsReceived(response: HttpResponseReport, decoded: DecodedContent, b
  *
  * Every value is scrubbed in slices (scrubAsync), as bodies are: a header holding base64 of a decompression bomb costs
  * the scrubber most of its inflate budget, ~0.5-2 s per value run at once (THREAT-MODEL 4). In slices the loop waits
- * at most for the scrubber's longest unit of work — today one escape decode of a whole inflated view, ~0.4-0.6 s when
- * that view is 8 MiB of HTML references (`&#37;41`…), for bodies alike: secret-scrubber.ts's to cut into steps.
+ * at most for the scrubber's longest unit of work (an escape decode is cut into steps too: 8 MiB of HTML references
+ * inflated from one header, `&#37;41`…, held the loop ~0.5 s as one).
  */
 async function deliveredHeaders(
   response: HttpResponseReport,

@@ -158,6 +158,26 @@ describe('when headers hold base64 of decompression bombs (THREAT-MODEL 4: the a
     expect(tookMs).toBeGreaterThan(sync.tookMs / 2);
     expect(maxGapMs).toBeLessThan(250);
   });
+
+  it('a bomb of HTML references (the review’s: one escape view of 8 MiB) is decoded in slices too', async () => {
+    await run('/plain');
+    const warm = await run('/header-bomb', 'GET', { unit: 'html' });
+    const value = remote.sent.at(-1)!.headers['x-request-id'] as string;
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: canary }));
+    const sync = await watchEventLoop(() => Promise.resolve(scrubber.scrubText(value)));
+    expect(sync.maxGapMs).toBeGreaterThan(300);
+
+    const {
+      value: answer,
+      maxGapMs,
+      tookMs,
+    } = await watchEventLoop(() => run('/header-bomb', 'GET', { unit: 'html' }));
+    expect(answer.envelope.error).toBeUndefined();
+    const kept = (r: typeof answer) => ({ ...r.response?.headers, date: undefined });
+    expect(kept(answer)).toEqual(kept(warm));
+    expect(tookMs).toBeGreaterThan(sync.tookMs / 2);
+    expect(maxGapMs).toBeLessThan(250);
+  });
 });
 
 describe('after every attack above', () => {
