@@ -63,7 +63,8 @@ const { watchEventLoop } = await import('../testing/event-loop-gaps.js');
 const { lenientInflate } = await import('../testing/lenient-inflate.js');
 /** node:zlib itself, not watched: what the tests build and check with is not counted as the scrubber's calls. */
 const zlibReal = await vi.importActual<typeof Zlib>('node:zlib');
-const { inflatedBytesMax, seamsMax } = await import('./compressed-views.js');
+const { decodeMemoEntries, decodeOnce, decodeOnceMemo, forgetDecodeMemo, inflatedBytesMax, seamsMax } =
+  await import('./compressed-views.js');
 
 // Canary values only: none of these is a real credential.
 const shortToken = 'canary-c4n4r';
@@ -90,6 +91,8 @@ function pageOfIds(items: number): Buffer {
 }
 
 beforeEach(() => {
+  // Tests count the decoder calls a scrub makes: none of them is answered from an earlier test's memo.
+  forgetDecodeMemo();
   decoderCalls.length = 0;
 });
 
@@ -567,3 +570,58 @@ function zlibGives(format: 'raw' | 'zlib' | 'gzip', stream: Buffer): Buffer {
   }
   return best;
 }
+
+describe('short inputs whose decoder answers are kept (decodeOnceMemo)', () => {
+  const formats = ['raw', 'br', 'zlib'] as const;
+  /** Short inputs of every kind an answer holds: noise, short streams, a short bomb (1 KiB of 'a' in a few bytes). */
+  const shortInputs = fc.oneof(
+    fc.uint8Array({ minLength: 1, maxLength: 64 }).map((a) => Buffer.from(a)),
+    fc.string({ maxLength: 40 }).map((t) => deflateRawSync(t)),
+    fc.string({ maxLength: 40 }).map((t) => brotliCompressSync(t)),
+    fc.constantFrom(deflateRawSync('a'.repeat(1024)), brotliCompressSync('a'.repeat(1024))),
+  );
+
+  it('answer what the decoder answers, for any bytes and output bound, kept or not', () => {
+    forgetDecodeMemo();
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom(...formats), shortInputs, fc.constantFrom(1, 16, 300, 4096)), {
+          minLength: 1,
+          maxLength: 12,
+        }),
+        (calls) => {
+          // Twice each, in order: the first may fill the memo, the second reads it; both must be the decoder's.
+          for (const _ of [1, 2])
+            for (const [format, input, max] of calls)
+              expect(decodeOnceMemo(format, input, max)).toEqual(decodeOnce(format, input, max));
+        },
+      ),
+      { numRuns: 300 },
+    );
+    expect(decodeMemoEntries()).toBeGreaterThan(0);
+  });
+
+  it('a kept answer is not called for again, and a caller that changes its bytes changes no one else’s', () => {
+    forgetDecodeMemo();
+    const stream = deflateRawSync('hello');
+    decoderCalls.length = 0;
+    const first = decodeOnceMemo('raw', stream, 4096);
+    const calls = decoderCalls.length;
+    expect(calls).toBe(1);
+    if (typeof first !== 'object') throw new Error('the stream did not decode');
+    first.bytes.fill(0);
+    const again = decodeOnceMemo('raw', stream, 4096);
+    expect(decoderCalls.length).toBe(calls);
+    expect(typeof again === 'object' && again.bytes.toString()).toBe('hello');
+    // A kept answer handed out is a copy too.
+    if (typeof again === 'object') again.bytes.fill(0);
+    const third = decodeOnceMemo('raw', stream, 4096);
+    expect(typeof third === 'object' && third.bytes.toString()).toBe('hello');
+  });
+
+  it('keeps at most 4096 answers', () => {
+    forgetDecodeMemo();
+    for (let i = 0; i < 5000; i++) decodeOnceMemo('br', Buffer.from(`noise-${i}`), 64);
+    expect(decodeMemoEntries()).toBe(4096);
+  });
+});

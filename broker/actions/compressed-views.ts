@@ -545,7 +545,7 @@ function* longestDecodable(
   const attempt = (length: number): Attempt => {
     if (budget.callsLeft <= 0 || budget.inputBytesLeft <= 0) return 'too_large';
     budget.callsLeft -= 1;
-    const got = decodeOnce(format, src.subarray(0, length), maxOutput);
+    const got = decodeOnceMemo(format, src.subarray(0, length), maxOutput);
     // A call that fails does not say how far it read (noise fails within bytes); one that succeeds does.
     if (isDecoded(got)) budget.inputBytesLeft -= got.consumed;
     return got;
@@ -623,7 +623,47 @@ function chunkSizeFor(inputBytes: number): number | undefined {
   return inputBytes < smallInputBytes ? smallChunkBytes : undefined;
 }
 
-function decodeOnce(format: Exclude<Format, 'gzip'>, input: Buffer, maxOutputLength: number): Attempt {
+/**
+ * Short inputs whose decoder answers are kept (`decodeOnce`), by format, output bound and bytes: a decoder call is a
+ * pure function of those, and most of the short data tried is the same from answer to answer (a remote's words,
+ * `application/json`, `true`, a date's year and month: every word of a header or a small JSON body is a short run
+ * since compressed parts are looked for in short runs too), each costing a decoder made and thrown away (~15-50 µs).
+ * Only answers with at most `memoOutputBytesMax` decoded bytes are kept (most are failures); `memoEntriesMax` bounds
+ * the map (~1-2 MiB at most).
+ */
+const memoInputBytesMax = 64;
+const memoOutputBytesMax = 256;
+const memoEntriesMax = 4096;
+const decodeMemo = new Map<string, Attempt>();
+
+/** Forgets every kept answer (tests that count decoder calls start from none). */
+export function forgetDecodeMemo(): void {
+  decodeMemo.clear();
+}
+
+/** Kept answers now (at most memoEntriesMax). */
+export function decodeMemoEntries(): number {
+  return decodeMemo.size;
+}
+
+/** decodeOnce's answer for a short input, from the memo or the decoder (the same answer either way; exported for its test). */
+export function decodeOnceMemo(format: Exclude<Format, 'gzip'>, input: Buffer, maxOutputLength: number): Attempt {
+  if (input.length > memoInputBytesMax) return decodeOnce(format, input, maxOutputLength);
+  const key = `${format}:${maxOutputLength}:${input.toString('latin1')}`;
+  const kept = decodeMemo.get(key);
+  // A copy: whoever reads a decoded answer may keep its bytes.
+  if (kept !== undefined || decodeMemo.has(key))
+    return isDecoded(kept) ? { ...kept, bytes: Buffer.from(kept.bytes) } : kept;
+  const got = decodeOnce(format, input, maxOutputLength);
+  if (!isDecoded(got) || got.bytes.length <= memoOutputBytesMax) {
+    // The oldest entry goes first (a Map iterates in insertion order).
+    if (decodeMemo.size >= memoEntriesMax) decodeMemo.delete(decodeMemo.keys().next().value!);
+    decodeMemo.set(key, isDecoded(got) ? { ...got, bytes: Buffer.from(got.bytes) } : got);
+  }
+  return got;
+}
+
+export function decodeOnce(format: Exclude<Format, 'gzip'>, input: Buffer, maxOutputLength: number): Attempt {
   // `info: true` (not in the option types) returns the engine too: its bytesWritten is the input the stream took.
   const chunkSize = chunkSizeFor(input.length);
   const zlibOptions = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength, chunkSize, info: true } as ZlibOptions;
