@@ -1,7 +1,12 @@
 import { brotliDecompressSync, constants } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../config/index.js';
-import { canary, canaryLeaks, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import {
+  canary,
+  canaryLeaks,
+  localRouteConfig,
+  openHttpActionHarness,
+  type HttpActionHarness,
+} from '../testing/http-action-harness.js';
 import { abandonBlockedHeads } from '../testing/queue-waits.js';
 import { ReflectingRemote, type ReflectMode } from '../testing/reflecting-remote.js';
 
@@ -24,18 +29,8 @@ afterAll(async () => {
   await h.dispose();
 });
 
-function config() {
-  const yaml = [
-    'version: 1',
-    'routes:',
-    '  - name: docs',
-    `    base_url: ${remote.origin}`,
-    '    credential: docs-token',
-    '    injection: bearer',
-    '    approval: none',
-  ];
-  return parseConfig(`${yaml.join('\n')}\n`);
-}
+/** The reflecting remote at its root (it routes no `/api`). */
+const config = () => localRouteConfig(remote.port, '', { basePath: '' });
 
 /** What an agent makes of a body, computed here, not by the broker: does any of it hold the canary? */
 function agentReads(body: Buffer): boolean {

@@ -1,7 +1,12 @@
 import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../config/index.js';
-import { canary, canaryLeaks, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import {
+  canary,
+  canaryLeaks,
+  localRouteConfig,
+  openHttpActionHarness,
+  type HttpActionHarness,
+} from '../testing/http-action-harness.js';
 import { abandonBlockedHeads } from '../testing/queue-waits.js';
 import { lenientInflate } from '../testing/lenient-inflate.js';
 import { ReflectingRemote, reflectModes, type ReflectMode } from '../testing/reflecting-remote.js';
@@ -26,19 +31,8 @@ afterAll(async () => {
   await h.dispose();
 });
 
-/** The reflecting remote at its root (the harness's localRouteConfig adds a base path the remote does not route). */
-function config() {
-  const yaml = [
-    'version: 1',
-    'routes:',
-    '  - name: docs',
-    `    base_url: ${remote.origin}`,
-    '    credential: docs-token',
-    '    injection: bearer',
-    '    approval: none',
-  ];
-  return parseConfig(`${yaml.join('\n')}\n`);
-}
+/** The reflecting remote at its root (it routes no `/api`). */
+const config = () => localRouteConfig(remote.port, '', { basePath: '' });
 
 const syncFlush = { finishFlush: constants.Z_SYNC_FLUSH };
 const decoders: ReadonlyArray<(b: Buffer) => Buffer> = [

@@ -169,13 +169,21 @@ function countingVaultOf(vault: Vault, secretUses: { count: number }): Credentia
 export function localRouteConfig(
   port: number,
   extra = '',
-  options: { scheme?: 'http' | 'https'; host?: string; credential?: string; injection?: string; name?: string } = {},
+  options: {
+    scheme?: 'http' | 'https';
+    host?: string;
+    credential?: string;
+    injection?: string;
+    name?: string;
+    /** The route's path on the remote (default `/api`; `''`: the remote's root, as reflecting-remote.ts routes). */
+    basePath?: string;
+  } = {},
 ): PosternConfig {
   const yaml = [
     'version: 1',
     'routes:',
     `  - name: ${options.name ?? 'docs'}`,
-    `    base_url: ${options.scheme ?? 'http'}://${options.host ?? '127.0.0.1'}:${port}/api`,
+    `    base_url: ${options.scheme ?? 'http'}://${options.host ?? '127.0.0.1'}:${port}${options.basePath ?? '/api'}`,
     `    credential: ${options.credential ?? 'docs-token'}`,
     `    injection: ${options.injection ?? 'bearer'}`,
     '    approval: none',
