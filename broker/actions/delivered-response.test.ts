@@ -2,7 +2,12 @@ import { createHash } from 'node:crypto';
 import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { HttpResponseReport } from '../channels/http/index.js';
-import { deliveredResponse, diagnosticBody, headerValueCharsMax } from './delivered-response.js';
+import {
+  deliveredResponse,
+  diagnosticBody,
+  headerLinesSearchedMax,
+  headerValueCharsMax,
+} from './delivered-response.js';
 import { headerLegalDeflate } from '../testing/header-legal-deflate.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 
@@ -229,6 +234,46 @@ describe('deliveredResponse', () => {
       );
       // Compared, not printed: a failure must not show the deflated canary.
       expect(r.headers['x-request-id'] === 'abc, [REDACTED]').toBe(true);
+    });
+
+    it('compressed data a remote starts on a later line and cuts across the next is redacted', async () => {
+      const stream = deflateRawSync(`x=${canary}`).toString('base64');
+      // What the agent does: drop the separators, base64-decode from the second line, inflate.
+      const values = ['hello', stream.slice(0, 24), stream.slice(24)];
+      expect(inflateRawSync(Buffer.from(values.slice(1).join(''), 'base64')).includes(canary)).toBe(true);
+      const r = await deliveredResponse(
+        { ...report(Buffer.from('ok'), { 'x-request-id': values.join(', ') }), headerLines: lines(...values) },
+        scrubber,
+        limits,
+      );
+      const got = (r.headers['x-request-id'] ?? '').split(', ');
+      let inflated = Buffer.alloc(0);
+      try {
+        inflated = inflateRawSync(Buffer.from(got.slice(1).join(''), 'base64'), {
+          finishFlush: constants.Z_SYNC_FLUSH,
+        });
+      } catch {
+        // Not a stream any more: nothing to recover.
+      }
+      expect(inflated.includes(canary)).toBe(false);
+      expect(r.redacted).toBe(true);
+    });
+
+    it(`a header sent in more than ${headerLinesSearchedMax} lines is withheld whole`, async () => {
+      const values = Array.from({ length: headerLinesSearchedMax + 1 }, (_, i) => `req-${i}`);
+      const r = await deliveredResponse(
+        { ...report(Buffer.from('ok'), { 'x-request-id': values.join(', ') }), headerLines: lines(...values) },
+        scrubber,
+        limits,
+      );
+      expect(r).toMatchObject({ headers: { 'x-request-id': '[REDACTED]' }, redacted: true });
+      const fewer = values.slice(0, headerLinesSearchedMax);
+      const ok = await deliveredResponse(
+        { ...report(Buffer.from('ok'), { 'x-request-id': fewer.join(', ') }), headerLines: lines(...fewer) },
+        scrubber,
+        limits,
+      );
+      expect(ok).toMatchObject({ headers: { 'x-request-id': fewer.join(', ') }, redacted: false });
     });
 
     it('lines that hold nothing secret are joined as received', async () => {

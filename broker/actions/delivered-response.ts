@@ -151,7 +151,7 @@ async function deliveredHeaders(
  * over two lines is in neither line, and in the joined value the separator stands between its halves, which an agent
  * simply removes. So each line is searched on its own (what is whole in it, read from its own start: raw deflate and
  * brotli, which have no signature, are tried only where a value starts) and the lines laid end to end, without
- * separator (a part cut across them); what either finds is redacted in the lines, and the joined value is scrubbed
+ * separator, from each line's start (a part cut across them); what any finds is redacted in the lines, and the joined value is scrubbed
  * again (what the agent receives, with the scrubber's own seam checks).
  * Out of reach, by design: a part a remote slices with anything between the slices (a character, another header, the
  * body), or in another order — a remote computing on the secret, which no scrubber stops.
@@ -169,6 +169,9 @@ async function scrubbedHeader(
 ): Promise<{ text: string; redacted: boolean }> {
   // A value from elsewhere than undici with a character past 0xFF is searched as the text it is.
   const wire: BufferEncoding = lines.every((line) => !beyondLatin1.test(line)) ? 'latin1' : 'utf8';
+  // More lines than are searched from each one's start: not checked, so not handed over (as the scrubber redacts what
+  // it cannot read). No honest remote repeats one of the kept headers that often.
+  if (lines.length > headerLinesSearchedMax) return { text: redactionMarker, redacted: true };
   const texts: Buffer[] = lines.map((line) => Buffer.from(line, wire));
   let preRedacted = false;
   if (texts.length > 1) {
@@ -176,12 +179,16 @@ async function scrubbedHeader(
     for (const text of texts) ranges.push(await scrubber.rangesAsync(text));
     const starts: number[] = [];
     texts.reduce((at, text) => (starts.push(at), at + text.length), 0);
-    for (const [start, end] of await scrubber.rangesAsync(Buffer.concat(texts)))
-      texts.forEach((text, i) => {
-        const from = Math.max(start, starts[i]!) - starts[i]!;
-        const to = Math.min(end, starts[i]! + text.length) - starts[i]!;
-        if (from < to) ranges[i]!.push([from, to]);
-      });
+    // From each line's start to the end: compressed data without a signature is tried where data starts, and data
+    // a remote starts on a later line and cuts across the next starts nowhere in the lines joined from the first.
+    for (let first = 0; first < texts.length - 1; first++)
+      for (const [start, end] of await scrubber.rangesAsync(Buffer.concat(texts.slice(first))))
+        texts.forEach((text, i) => {
+          const at = starts[i]! - starts[first]!;
+          const from = Math.max(start, at) - at;
+          const to = Math.min(end, at + text.length) - at;
+          if (i >= first && from < to) ranges[i]!.push([from, to]);
+        });
     texts.forEach((text, i) => (texts[i] = redactRanges(text, ranges[i]!)));
     preRedacted = ranges.some((r) => r.length > 0);
   }
@@ -194,6 +201,8 @@ async function scrubbedHeader(
   return asText.redacted ? { text: asText.bytes.toString('utf8'), redacted: true } : { text, redacted };
 }
 
+/** Lines of one header searched from each one's start (a scrub each); a header sent in more is withheld whole. */
+export const headerLinesSearchedMax = 16;
 const nonAscii = /[\u0080-\uffff]/;
 const beyondLatin1 = /[\u0100-\uffff]/;
 
