@@ -225,7 +225,7 @@ const isAsciiLetter = (b: number): boolean => asciiLower[b]! >= 0x61 && asciiLow
 /**
  * One needle's ASCII case-insensitive search. With an anchor (its longest stretch without a letter, the same in any
  * case): the anchor is found natively and the needle compared around each hit, so a view costs what an exact search
- * does. A needle of letters only has none: then a view is searched lower-cased whole (a copy of it as text).
+ * does. A needle of letters only has none: then a lower-cased copy of the view (made in steps) is searched.
  */
 interface CaseFreeSearch {
   readonly needle: Buffer;
@@ -260,19 +260,37 @@ function equalsIgnoringAsciiCase(src: Buffer, at: number, needle: Buffer): boole
   return true;
 }
 
-/** Where `search`'s needle starts in `src`, any ASCII case (see CaseFreeSearch). */
-function caseFreeMatches(src: Buffer, search: CaseFreeSearch): number[] {
+/**
+ * Units of work (bytes lower-cased, anchor hits compared, decimal numbers read, bytes copied) between two yields of a
+ * step that would otherwise run through a whole view in one go: a few milliseconds at most, so a view of repeated
+ * anchor digits or a megabyte-long decimal array does not hold the loop (THREAT-MODEL 4).
+ */
+const stepUnits = 64 * 1024;
+
+/** Where `search`'s needle starts in `src`, any ASCII case (see CaseFreeSearch): steps, yielding every `stepUnits`. */
+function* caseFreeMatches(src: Buffer, search: CaseFreeSearch): Steps<number[]> {
   const { needle, anchor, anchorAt } = search;
   const found: number[] = [];
+  let units = 0;
   if (anchor !== undefined) {
-    for (let hit = src.indexOf(anchor); hit >= 0; hit = src.indexOf(anchor, hit + 1))
+    for (let hit = src.indexOf(anchor); hit >= 0; hit = src.indexOf(anchor, hit + 1)) {
       if (equalsIgnoringAsciiCase(src, hit - anchorAt, needle)) found.push(hit - anchorAt);
+      if (++units % stepUnits === 0) yield;
+    }
     return found;
   }
-  const lower = (b: Buffer): string => b.toString('latin1').replace(/[A-Z]+/g, (m) => m.toLowerCase());
-  const text = lower(src);
-  const wanted = lower(needle);
-  for (let at = text.indexOf(wanted); at >= 0; at = text.indexOf(wanted, at + 1)) found.push(at);
+  // Letters only: a lower-cased copy of the view, made in chunks, searched natively for the lower-cased needle.
+  const lower = Buffer.allocUnsafe(src.length);
+  for (let from = 0; from < src.length; from += stepUnits) {
+    const to = Math.min(src.length, from + stepUnits);
+    for (let i = from; i < to; i++) lower[i] = asciiLower[src[i]!]!;
+    yield;
+  }
+  const wanted = Buffer.from(Uint8Array.from(needle, (b) => asciiLower[b]!));
+  for (let at = lower.indexOf(wanted); at >= 0; at = lower.indexOf(wanted, at + 1)) {
+    found.push(at);
+    if (++units % stepUnits === 0) yield;
+  }
   return found;
 }
 
@@ -1020,6 +1038,8 @@ function* decimalRunViews(view: View, plan: Plan, budget: InflateBudget): Steps<
       if (number === undefined) break;
       run.bytes.push(number[0]);
       at = run.end = number[1];
+      // A megabyte-long array is one run: read in steps too.
+      if (run.bytes.length % stepUnits === 0) yield;
     }
     covered = run.end;
     const short = run.bytes.length < plan.needleBytesMin;
@@ -1038,9 +1058,19 @@ function* decimalRunViews(view: View, plan: Plan, budget: InflateBudget): Steps<
       at.push(length);
       length += run.bytes.length;
     }
+    const bytes = Buffer.allocUnsafe(length);
+    let copied = 0;
+    for (const run of chosen) {
+      // Copied in steps: one run can be millions of bytes (and many short ones as many).
+      for (let from = 0; from < run.bytes.length; from += stepUnits) {
+        const to = Math.min(run.bytes.length, from + stepUnits);
+        for (let k = from; k < to; k++) bytes[copied++] = run.bytes[k]!;
+        yield;
+      }
+    }
     const segmentAt = Int32Array.from(at);
     const child = new RunView(
-      Buffer.from(chosen.flatMap((r) => r.bytes)),
+      bytes,
       view.depth + 1,
       segmentAt,
       Int32Array.from(chosen, (r) => view.inputStart(r.start)),
@@ -1070,8 +1100,10 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     const shortRuns = shortRunViews.has(view);
     if (view.bytes.length < headlessBytesMin) continue;
     for (const search of shortRuns || view.bytes.length < plan.needleBytesMin ? [] : plan.searches)
-      for (const at of caseFreeMatches(view.bytes, search))
+      for (const [k, at] of (yield* caseFreeMatches(view.bytes, search)).entries()) {
         found.push([view.inputStart(at), view.inputEnd(at + search.needle.length - 1)]);
+        if ((k + 1) % stepUnits === 0) yield;
+      }
     yield;
     const level = inflations.get(view) ?? 0;
     const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan, budget) : [];
