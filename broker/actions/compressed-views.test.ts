@@ -63,8 +63,16 @@ const { watchEventLoop } = await import('../testing/event-loop-gaps.js');
 const { lenientInflate } = await import('../testing/lenient-inflate.js');
 /** node:zlib itself, not watched: what the tests build and check with is not counted as the scrubber's calls. */
 const zlibReal = await vi.importActual<typeof Zlib>('node:zlib');
-const { decodeMemoEntries, decodeOnce, decodeOnceMemo, forgetDecodeMemo, inflatedBytesMax, seamsMax } =
-  await import('./compressed-views.js');
+const {
+  decodeMemoEntries,
+  decodeOnce,
+  decodeOnceMemo,
+  forgetDecodeMemo,
+  inflateBudget,
+  inflatedBytesMax,
+  inflatedViews,
+  seamsMax,
+} = await import('./compressed-views.js');
 
 // Canary values only: none of these is a real credential.
 const shortToken = 'canary-c4n4r';
@@ -623,5 +631,69 @@ describe('short inputs whose decoder answers are kept (decodeOnceMemo)', () => {
     forgetDecodeMemo();
     for (let i = 0; i < 5000; i++) decodeOnceMemo('br', Buffer.from(`noise-${i}`), 64);
     expect(decodeMemoEntries()).toBe(4096);
+  });
+});
+
+describe('what a short start decodes to, kept whole (longestDecodable for inputs of at most 64 bytes)', () => {
+  /** Short data as a view of short runs lays it out: end to end, each piece a start of its own. */
+  const piecesView = (pieces: readonly Buffer[]) => {
+    const bytes = Buffer.concat(pieces);
+    const at: number[] = [];
+    const end: number[] = [];
+    let length = 0;
+    for (const piece of pieces) {
+      at.push(length);
+      end.push((length += piece.length));
+    }
+    const view = { bytes, depth: 1, inputStart: (i: number) => i, inputEnd: (i: number) => i + 1 };
+    return { view, starts: { at, end, shortRuns: true } };
+  };
+  const shortPieces = fc.array(
+    fc.oneof(
+      fc.uint8Array({ minLength: 3, maxLength: 64 }).map((a) => Buffer.from(a)),
+      fc.string({ minLength: 12, maxLength: 40 }).map((t) => deflateRawSync(t)),
+      fc.string({ minLength: 12, maxLength: 40 }).map((t) => brotliCompressSync(t)),
+      // A stored block whose NLEN disagrees, followed by another: mended, never kept.
+      fc.constant(Buffer.from([0x00, 4, 0, 0, 0, 0x61, 0x62, 0x63, 0x64, 0x01, 2, 0, 0xfd, 0xff, 0x65, 0x66])),
+    ),
+    { minLength: 1, maxLength: 10 },
+  );
+  const budgetWith = (callsLeft: number | undefined) => {
+    const budget = inflateBudget();
+    if (callsLeft !== undefined) budget.callsLeft = callsLeft;
+    return budget;
+  };
+
+  it('answers and charges the budget as the decoder calls it stands for would, with any budget left', () => {
+    fc.assert(
+      fc.property(shortPieces, fc.option(fc.integer({ min: 0, max: 12 }), { nil: undefined }), (pieces, calls) => {
+        const { view, starts } = piecesView(pieces);
+        forgetDecodeMemo();
+        const coldBudget = budgetWith(calls);
+        const cold = inflatedViews(view, starts, coldBudget, 4);
+        // Kept now (with the whole budget, so every answer is kept), then read from the memo with the budget given.
+        inflatedViews(view, starts, budgetWith(undefined), 4);
+        const warmBudget = budgetWith(calls);
+        const warm = inflatedViews(view, starts, warmBudget, 4);
+        expect(warm).toEqual(cold);
+        expect(warmBudget).toEqual(coldBudget);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a start seen before makes no decoder call, and a caller that changes its bytes changes no one else’s', () => {
+    const { view, starts } = piecesView([deflateRawSync('a secret-looking 0123456789abcdef'), idBytes('noise', 24)]);
+    const first = inflatedViews(view, starts, inflateBudget(), 4);
+    expect(first.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
+    first.views[0]!.bytes.fill(0);
+    decoderCalls.length = 0;
+    const again = inflatedViews(view, starts, inflateBudget(), 4);
+    expect(decoderCalls).toEqual([]);
+    expect(again.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
+    // A kept answer handed out is a copy too.
+    again.views[0]!.bytes.fill(0);
+    const third = inflatedViews(view, starts, inflateBudget(), 4);
+    expect(third.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
   });
 });

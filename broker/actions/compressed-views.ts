@@ -536,7 +536,61 @@ function* longestDecodable(
   input: Buffer,
   maxOutput: number,
   budget: InflateBudget,
-  { memberData = false, mends = true }: { readonly memberData?: boolean; readonly mends?: boolean } = {},
+  options: LongestDecodableOptions = {},
+): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
+  if (input.length > memoInputBytesMax) return yield* longestDecodableUnkept(format, input, maxOutput, budget, options);
+  const key = `${format}${options.memberData === true ? 'm' : ''}${options.mends === false ? 'n' : ''}:${maxOutput}:${input.toString('latin1')}`;
+  const kept = outcomeMemo.get(key);
+  // Charged as the calls it stands for were: with too little budget left they are made, and fail as they did before.
+  if (kept !== undefined && budget.callsLeft >= kept.calls && budget.inputBytesLeft > kept.inputBytes) {
+    budget.callsLeft -= kept.calls;
+    budget.inputBytesLeft -= kept.inputBytes;
+    // A copy: whoever reads a decoded answer may keep its bytes.
+    return kept.decoded === undefined ? undefined : { ...kept.decoded, bytes: Buffer.from(kept.decoded.bytes) };
+  }
+  const [callsLeft, inputBytesLeft] = [budget.callsLeft, budget.inputBytesLeft];
+  const trace = { mended: false };
+  const got = yield* longestDecodableUnkept(format, input, maxOutput, budget, options, trace);
+  // Kept only when the calls alone decided it: no stored block mended (the walk has a budget of its own), no budget run
+  // out ('too_large'), and not too many decoded bytes to keep.
+  const keep =
+    !trace.mended &&
+    (got === undefined ||
+      (typeof got === 'object' && got.pieceEnds === undefined && got.bytes.length <= memoOutputBytesMax));
+  if (keep) {
+    if (outcomeMemo.size >= memoEntriesMax) outcomeMemo.delete(outcomeMemo.keys().next().value!);
+    outcomeMemo.set(key, {
+      decoded: got === undefined ? undefined : { ...got, bytes: Buffer.from(got.bytes) },
+      calls: callsLeft - budget.callsLeft,
+      inputBytes: inputBytesLeft - budget.inputBytesLeft,
+    });
+  }
+  return got;
+}
+
+interface LongestDecodableOptions {
+  readonly memberData?: boolean;
+  readonly mends?: boolean;
+}
+
+/**
+ * longestDecodable's answers for short inputs (at most `memoInputBytesMax`), by format, options, output bound and
+ * bytes, with the budget their calls took: a pure function of those while no stored block is mended, and most short
+ * data tried is the same from answer to answer (see `decodeOnceMemo`). One lookup stands for the ~2 decoder calls and
+ * their memo lookups a start makes (a probe, the whole, the bisection), which cost ~10 µs a start with every call kept.
+ */
+const outcomeMemo = new Map<
+  string,
+  { readonly decoded: Decoded | undefined; readonly calls: number; readonly inputBytes: number }
+>();
+
+function* longestDecodableUnkept(
+  format: Exclude<Format, 'gzip'>,
+  input: Buffer,
+  maxOutput: number,
+  budget: InflateBudget,
+  { memberData = false, mends = true }: LongestDecodableOptions,
+  trace: { mended: boolean } = { mended: false },
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
   let pieceEnds: Uint32Array | undefined;
@@ -553,6 +607,7 @@ function* longestDecodable(
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
     if (got !== 'stored_lengths' || !mends || format === 'br' || src !== input) return false;
+    trace.mended = true;
     const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData);
     if (typeof copy !== 'object') return copy ?? false;
     src = copy.copy;
@@ -639,6 +694,7 @@ const decodeMemo = new Map<string, Attempt>();
 /** Forgets every kept answer (tests that count decoder calls start from none). */
 export function forgetDecodeMemo(): void {
   decodeMemo.clear();
+  outcomeMemo.clear();
 }
 
 /** Kept answers now (at most memoEntriesMax). */
