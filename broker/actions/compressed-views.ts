@@ -290,14 +290,16 @@ export function* inflatedViewSteps(
   outputBytesMin: number,
 ): Steps<Inflation> {
   const { at: starts, end: ends, shortRuns = false } = 'length' in dataStarts ? { at: dataStarts } : dataStarts;
-  const out: Inflation = { views: [], uncheckable: [] };
+  const views: ScanView[] = [];
   const src = view.bytes;
   /** Starts of gzip members read as part of an earlier member's view (gzipMembers): not read again on their own. */
   const chained = new Set<number>();
   const seams = seamsOfViews.get(view);
   /** Decoded, in a view with seams, as zlib reads it (see `seamsOfViews`); elsewhere stored blocks are mended. */
   const mends = seams === undefined;
-  const untilEnd = (at: number): readonly [number, number] => [view.inputStart(at), view.inputEnd(src.length - 1)];
+  // What could not be checked runs to the view's end: one range from the earliest (not one per signature: 300k of them).
+  let uncheckableFrom = Infinity;
+  const untilEnd = (at: number): number => (uncheckableFrom = Math.min(uncheckableFrom, view.inputStart(at)));
   const tryAt = function* (format: Format, at: number, end = src.length, opensAt = at): Steps<void> {
     if (!(yield* worthTrying(seams, src, format, opensAt, at, end, budget))) return;
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
@@ -307,7 +309,7 @@ export function* inflatedViewSteps(
       format !== 'br' &&
       storedLengthsDisagree(src, firstBlockAt(format, src, at), end)
     ) {
-      out.uncheckable.push(untilEnd(at));
+      untilEnd(at);
       return;
     }
     const decoded =
@@ -322,7 +324,7 @@ export function* inflatedViewSteps(
       // One left unchecked past the walk budget was decoded by zlib up to its stored block (its output, up to the
       // bound, thrown away with the error): charged the same, so many such streams cannot each decode a bomb again.
       budget.bytesLeft -= maxOutput;
-      out.uncheckable.push(untilEnd(at));
+      untilEnd(at);
       return;
     }
     if (decoded === undefined || decoded.bytes.length < outputBytesMin) return;
@@ -333,10 +335,10 @@ export function* inflatedViewSteps(
     if (decoded.pieceEnds !== undefined) {
       const joins = seamsWithin(decoded.pieceEnds, decoded.bytes.length);
       // Past `seamsMax` the stream is redacted whole, its view searched but not looked into (see `seamsMax`).
-      if (joins.length > seamsMax) out.uncheckable.push(untilEnd(at));
+      if (joins.length > seamsMax) untilEnd(at);
       seamsOfViews.set(inflated, joins.length > seamsMax ? new Int32Array(0) : joins);
     }
-    out.views.push(inflated);
+    views.push(inflated);
   };
   /**
    * Where the deflate data of each gzip start tried begins. Headers whose FNAME (FCOMMENT) fields all run to one zero
@@ -361,8 +363,7 @@ export function* inflatedViewSteps(
     if (data !== undefined) yield* tryAt('raw', data, src.length, at);
     yield;
   }
-  for (const magic of undecodableMagics)
-    for (const at of signatureStarts(src, magic)) out.uncheckable.push(untilEnd(at));
+  for (const magic of undecodableMagics) for (const at of signatureStarts(src, magic)) untilEnd(at);
   for (let i = 0; i < starts.length; i++) {
     const at = starts[i]!;
     const end = ends?.[i] ?? (i + 1 < starts.length ? starts[i + 1]! : src.length);
@@ -378,7 +379,7 @@ export function* inflatedViewSteps(
     yield* tryAt('br', at, end);
     yield;
   }
-  return out;
+  return { views, uncheckable: uncheckableFrom === Infinity ? [] : [[uncheckableFrom, view.inputEnd(src.length - 1)]] };
 }
 
 /**

@@ -1112,16 +1112,16 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     const seams = viewSeams(view);
     if (seams !== undefined)
       for (const child of children) if (child instanceof EscapeView) setViewSeams(child, escapeSeams(child, seams));
-    queue.push(...children);
+    for (const child of children) queue.push(child);
     // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding.
     if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
     // A view whose seams are none holds no compressed data that was not looked for where it lies whole.
     if (seams?.length === 0) continue;
     const starts = view instanceof RunView ? { at: view.dataAt, end: view.dataEnd, shortRuns } : [0];
     const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
-    found.push(...inflated.uncheckable);
+    for (const range of inflated.uncheckable) found.push(range);
     for (const child of inflated.views) inflations.set(child, level + 1);
-    queue.push(...inflated.views);
+    for (const child of inflated.views) queue.push(child);
   }
   return mergeRanges(found);
 }
