@@ -1,7 +1,6 @@
 import type { SecretMaterial } from '../ports/index.js';
 import {
   headlessBytesMin,
-  type InflateBudget,
   inflateBudget,
   inflatedViewSteps,
   inflationsMax,
@@ -40,9 +39,10 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *                  wherever their signature is, raw deflate and brotli where non-text data starts, in every view
  *                  above (so base64 of gzip, gzip of JSON-escaped text...). Compressed, a part can be shorter than
  *                  itself (brotli writes 40 hex digits in ~37 bytes): runs too short to hold a part as they are are
- *                  decoded too, cut at each '=' (`key=<base64>`), at their first symbol, the first `shortRunsMax` of
- *                  them per input (every word of prose is one), and looked into for compressed data only; so is a
- *                  view shorter than the shortest part. Decompression is not counted as a layer (at most
+ *                  decoded too, cut at each '=' (`key=<base64>`), at their first symbol, every one of them (every
+ *                  word of prose is one: a start met again in one input costs nothing, and raw deflate is walked
+ *                  before it is decoded), and looked into for compressed data only; so is a view shorter than the
+ *                  shortest part. Decompression is not counted as a layer (at most
  *                  `inflationsMax` of them on one path); what cannot be decoded within the bounds, or is a
  *                  format node:zlib lacks (zstd, xz, bzip2, lz4), is redacted from its start to the end of the view.
  *
@@ -52,8 +52,9 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * base85, quoted-printable (`=39=66`), uuencode, octal or decimal escapes other than the byte arrays above, and any
  * other encoding not listed; case changes other than ASCII letters' (a non-ASCII letter is matched byte for byte);
  * raw deflate or brotli whose first bytes read as text (fixed-Huffman deflate of digits can: it is not tried there),
- * behind a prefix inside binary data (no signature to find it by), behind symbols glued before a short run, or in a
- * short run past the first `shortRunsMax` (past `headlessTriesMax` for longer runs); a preset
+ * behind a prefix inside binary data (no signature to find it by), behind symbols glued before a short run, or after
+ * a line break inside a run (`hello\n<base64>` is one run, read as wrapped base64); past the call budget
+ * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; a preset
  * zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
  * encodings; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
  * `partBytesMin` are not searched: they would redact at random.
@@ -740,7 +741,7 @@ const shortRunSymbolsMin = { base64: Math.ceil((headlessBytesMin * 8) / 6), hex:
  * escape view only runs that hold a decoded escape are new (any other run is the parent's, decoded there already), so
  * only the stretches around escapes are looked at.
  */
-function* findRuns(view: View, plan: Plan, budget: InflateBudget): Steps<Runs> {
+function* findRuns(view: View, plan: Plan): Steps<Runs> {
   const src = view.bytes;
   // A step per this many bytes looked at: a megabyte is ~10-20 ms of this loop.
   let stepEnd = runScanStepBytes;
@@ -764,7 +765,7 @@ function* findRuns(view: View, plan: Plan, budget: InflateBudget): Steps<Runs> {
         let start = i;
         while (start > covered && base64Value[src[start - 1]!] !== none) start--;
         covered = stretchEnd(i);
-        stretchRuns(src, start, covered, plan, runs, budget);
+        stretchRuns(src, start, covered, plan, runs);
       }
     }
     return runs;
@@ -776,31 +777,28 @@ function* findRuns(view: View, plan: Plan, budget: InflateBudget): Steps<Runs> {
     }
     if (base64Value[src[i]!] === none) continue;
     const end = stretchEnd(i);
-    stretchRuns(src, i, end, plan, runs, budget);
+    stretchRuns(src, i, end, plan, runs);
     i = end;
   }
   return runs;
 }
 
-function stretchRuns(src: Buffer, from: number, to: number, plan: Plan, runs: Runs, budget: InflateBudget): void {
+function stretchRuns(src: Buffer, from: number, to: number, plan: Plan, runs: Runs): void {
   // No closure here: this runs once per stretch, and a megabyte of prose is ~150k of them.
-  const base64Short = budget.shortRunsLeft > 0 ? runs.base64Short : undefined;
-  pushRun(src, from, to, base64Alphabet, plan.base64SymbolsMin, runs.base64, base64Short, budget);
-  if (to - from < (budget.shortRunsLeft > 0 ? shortRunSymbolsMin.hex : plan.hexSymbolsMin)) return;
+  pushRun(src, from, to, base64Alphabet, plan.base64SymbolsMin, runs.base64, runs.base64Short);
+  if (to - from < shortRunSymbolsMin.hex) return;
   for (let i = from; i < to; i++) {
     if (hexRunValue[src[i]!] === none) continue;
     let end = i;
     while (end < to && hexRunValue[src[end]!] !== none) end++;
-    const hexShort = budget.shortRunsLeft > 0 ? runs.hexShort : undefined;
-    pushRun(src, i, end, hexAlphabet, plan.hexSymbolsMin, runs.hex, hexShort, budget);
+    pushRun(src, i, end, hexAlphabet, plan.hexSymbolsMin, runs.hex, runs.hexShort);
     i = end;
   }
 }
 
 /**
  * Trims [from, to) (all of the alphabet) to start on a symbol and end without line breaks; keeps it in `into` if long
- * enough to hold a part, else in `short` (while there is one: `shortRunsMax`) if long enough to hold compressed data
- * (`shortRunSymbolsMin`).
+ * enough to hold a part, else in `short` if long enough to hold compressed data (`shortRunSymbolsMin`).
  */
 function pushRun(
   src: Buffer,
@@ -809,11 +807,10 @@ function pushRun(
   alphabet: Alphabet,
   minSymbols: number,
   into: number[],
-  short: number[] | undefined,
-  budget: InflateBudget,
+  short: number[],
 ): void {
   const shortMin = alphabet === hexAlphabet ? shortRunSymbolsMin.hex : shortRunSymbolsMin.base64;
-  if (to - from < (short === undefined ? minSymbols : shortMin)) return;
+  if (to - from < shortMin) return;
   const { value, symbols } = alphabet;
   let start = from;
   while (start < to && value[src[start]!]! >= symbols) start++;
@@ -822,7 +819,7 @@ function pushRun(
   let count = 0;
   for (let i = start; i < end; i++) if (value[src[i]!]! < symbols) count++;
   if (count >= minSymbols) into.push(start, end, count);
-  else if (short !== undefined && count >= shortMin) pushShortRuns(src, start, end, alphabet, shortMin, short, budget);
+  else if (count >= shortMin) pushShortRuns(src, start, end, alphabet, shortMin, short);
 }
 
 /**
@@ -836,23 +833,19 @@ function pushShortRuns(
   alphabet: Alphabet,
   shortMin: number,
   short: number[],
-  budget: InflateBudget,
 ): void {
   const { value, symbols } = alphabet;
   let start = -1;
   let count = 0;
   let last = from;
-  for (let i = from; i <= to && budget.shortRunsLeft > 0; i++) {
+  for (let i = from; i <= to; i++) {
     const v = i < to ? value[src[i]!]! : pad;
     if (v < symbols) {
       if (start < 0) [start, count] = [i, 0];
       count++;
       last = i + 1;
     } else if (v === pad && start >= 0) {
-      if (count >= shortMin) {
-        short.push(start, last, count);
-        budget.shortRunsLeft -= 1;
-      }
+      if (count >= shortMin) short.push(start, last, count);
       start = -1;
     }
   }
@@ -1014,7 +1007,7 @@ function byteNumberAt(src: Buffer, at: number): readonly [number, number] | unde
  * one run view of those that can hold a part, one (a short-run view) of those that can only hold compressed data.
  * Found from each comma, so a view without one costs a lookup. Each byte maps to its whole run, like base64's.
  */
-function* decimalRunViews(view: View, plan: Plan, budget: InflateBudget): Steps<View[]> {
+function* decimalRunViews(view: View, plan: Plan): Steps<View[]> {
   const src = view.bytes;
   type Run = { start: number; end: number; bytes: number[] };
   const runs: Run[] = [];
@@ -1042,11 +1035,7 @@ function* decimalRunViews(view: View, plan: Plan, budget: InflateBudget): Steps<
       if (run.bytes.length % stepUnits === 0) yield;
     }
     covered = run.end;
-    const short = run.bytes.length < plan.needleBytesMin;
-    if (run.bytes.length >= headlessBytesMin && (!short || budget.shortRunsLeft > 0)) {
-      runs.push(run);
-      if (short) budget.shortRunsLeft -= 1;
-    }
+    if (run.bytes.length >= headlessBytesMin) runs.push(run);
   }
   const views: View[] = [];
   for (const short of [false, true]) {
@@ -1106,7 +1095,7 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
       }
     yield;
     const level = inflations.get(view) ?? 0;
-    const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan, budget) : [];
+    const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan) : [];
     if (level > 0) for (const child of children) inflations.set(child, level);
     // A view decoded from one with seams (compressed-views.ts: stored blocks' bytes laid end to end) has its own.
     const seams = viewSeams(view);
@@ -1117,7 +1106,7 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
     // A view whose seams are none holds no compressed data that was not looked for where it lies whole.
     if (seams?.length === 0) continue;
-    const starts = view instanceof RunView ? { at: view.dataAt, end: view.dataEnd, shortRuns } : [0];
+    const starts = view instanceof RunView ? { at: view.dataAt, end: view.dataEnd } : [0];
     const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
     for (const range of inflated.uncheckable) found.push(range);
     for (const child of inflated.views) inflations.set(child, level + 1);
@@ -1156,7 +1145,7 @@ const byteEscapeViews = new WeakSet<View>();
 /** Run views of short runs (`shortRunSymbolsMin`). */
 const shortRunViews = new WeakSet<View>();
 
-function* childViews(view: View, plan: Plan, budget: InflateBudget): Steps<View[]> {
+function* childViews(view: View, plan: Plan): Steps<View[]> {
   const children: View[] = [];
   for (const kind of escapeKinds) {
     const child = kind === formKind && !plan.spaceInPart ? undefined : yield* decodeEscapes(view, kind);
@@ -1164,8 +1153,8 @@ function* childViews(view: View, plan: Plan, budget: InflateBudget): Steps<View[
     if (child) children.push(child);
     yield;
   }
-  children.push(...(yield* decimalRunViews(view, plan, budget)));
-  const runs = yield* findRuns(view, plan, budget);
+  children.push(...(yield* decimalRunViews(view, plan)));
+  const runs = yield* findRuns(view, plan);
   yield;
   if (runs.base64.length > 0) children.push(...(yield* decodeRuns(view, runs.base64, base64Alphabet)));
   yield;
