@@ -29,9 +29,9 @@ import {
  *                   skipped unchecked (FHCRC too), each member's data decoded as raw deflate, trailers unchecked, and
  *                   consecutive members joined into one view.
  *   without one:    raw deflate and brotli, tried where data starts (a view's first byte, each base64/hex run on its
- *                   own, and after each '=' inside a run: `key=<base64>`) when those bytes do not look like text: at
- *                   every such place, runs too short to hold a part as they are too (compressed, a part can be
- *                   shorter than itself), so every id and every word of prose. Raw deflate is walked first
+ *                   own, and after each '=' or line break inside a run: `key=<base64>`, `hello\n<base64>`) when
+ *                   those bytes do not look like text: at every such place, runs too short to hold a part as they
+ *                   are too (compressed, a part can be shorter than itself), so every id and every word of prose. Raw deflate is walked first
  *                   (stored-block-lengths.ts, no decoder call): where a lenient decoder gets fewer bytes out than the
  *                   shortest part, nothing is decoded. What a short start decodes to is kept (`outcomeMemo`), and a
  *                   start met again in one input is free, so the call budget counts distinct places.

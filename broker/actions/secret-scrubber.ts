@@ -52,10 +52,11 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * base85, quoted-printable (`=39=66`), uuencode, octal or decimal escapes other than the byte arrays above, and any
  * other encoding not listed; case changes other than ASCII letters' (a non-ASCII letter is matched byte for byte);
  * raw deflate or brotli whose first bytes read as text (fixed-Huffman deflate of digits can: it is not tried there),
- * behind a prefix inside binary data (no signature to find it by), behind symbols glued before a short run, or after
- * a line break inside a run (`hello\n<base64>` is one run, read as wrapped base64); past the call budget
- * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; a preset
- * zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
+ * behind a prefix inside binary data (no signature to find it by), or behind symbols glued before a short run (on the
+ * same line: after a line break or a '=' inside a run is a place of its own, `hello\n<base64>`); past the call budget
+ * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; compressed data inside
+ * compressed data whose middle stream decodes to fewer bytes than the shortest part (deflate of deflate of a 40-hex
+ * token: the inner stream is 38 bytes, and output shorter than a part is not looked into); a preset zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
  * encodings; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
  * `partBytesMin` are not searched: they would redact at random.
  *
@@ -681,6 +682,9 @@ interface Alphabet {
   readonly offsets: number;
   readonly encoding: 'base64' | 'hex';
   readonly bitsPerSymbol: number;
+  /** Symbols of one whole group, and the bytes it decodes to. */
+  readonly groupSymbols: number;
+  readonly groupBytes: number;
   /** Bytes that `group` decodes to for this many symbols. */
   decodedBytes(symbolCount: number): number;
   /** The text Node decodes for one run from one offset: whole groups, so runs laid end to end decode independently. */
@@ -693,6 +697,8 @@ const base64Alphabet: Alphabet = {
   offsets: 4,
   encoding: 'base64',
   bitsPerSymbol: 6,
+  groupSymbols: 4,
+  groupBytes: 3,
   decodedBytes: (n) => Math.floor(n / 4) * 3 + (n % 4 >= 2 ? 3 : 0),
   group(symbols, offset) {
     const rest = (symbols.length - offset) % 4;
@@ -708,6 +714,8 @@ const hexAlphabet: Alphabet = {
   offsets: 2,
   encoding: 'hex',
   bitsPerSymbol: 4,
+  groupSymbols: 2,
+  groupBytes: 1,
   decodedBytes: (n) => Math.floor(n / 2),
   group: (symbols, offset) => symbols.slice(offset, symbols.length - ((symbols.length - offset) % 2)),
 };
@@ -824,7 +832,9 @@ function pushRun(
 
 /**
  * A short run, cut at each '=' (`key=value`, or padded blobs one after another): each piece holds compressed data from
- * its first symbol if any, as an agent decodes a value (decoded at that alignment only: `decodeRuns`).
+ * its first symbol if any, as an agent decodes a value (decoded at that alignment only: `decodeRuns`); so does what
+ * follows a line break inside a piece (`hello\n<base64>`: an agent reads the line on its own), besides the whole piece
+ * (wrapped base64).
  */
 function pushShortRuns(
   src: Buffer,
@@ -838,15 +848,24 @@ function pushShortRuns(
   let start = -1;
   let count = 0;
   let last = from;
+  /** Per line break inside the piece: where the symbols after it start, and how many symbols came before. */
+  const lines: number[] = [];
+  let afterBreak = false;
   for (let i = from; i <= to; i++) {
     const v = i < to ? value[src[i]!]! : pad;
     if (v < symbols) {
-      if (start < 0) [start, count] = [i, 0];
+      if (start < 0) [start, count, lines.length] = [i, 0, 0];
+      else if (afterBreak) lines.push(i, count);
+      afterBreak = false;
       count++;
       last = i + 1;
+    } else if (v === skip) {
+      afterBreak = start >= 0;
     } else if (v === pad && start >= 0) {
       if (count >= shortMin) short.push(start, last, count);
-      start = -1;
+      for (let k = 0; k < lines.length; k += 2)
+        if (count - lines[k + 1]! >= shortMin) short.push(lines[k]!, last, count - lines[k + 1]!);
+      [start, afterBreak] = [-1, false];
     }
   }
 }
@@ -877,7 +896,7 @@ function* decodeRuns(
     const [start, end, symbolCount] = [runs[3 * i]!, runs[3 * i + 1]!, runs[3 * i + 2]!];
     const raw = view.bytes.toString('latin1', start, end);
     symbols.push(symbolCount === end - start ? raw : raw.replace(/[=\r\n]/g, ''));
-    if (symbolCount !== end - start && raw.includes('=')) afterPads.set(i, symbolsAfterPads(raw));
+    if (symbolCount !== end - start && /[=\r\n]/.test(raw)) afterPads.set(i, symbolsAfterBreaks(raw, alphabet));
     inputStart[i] = view.inputStart(start);
     inputEnd[i] = view.inputEnd(end - 1);
     stepBytes += end - start;
@@ -908,10 +927,10 @@ function* decodeRuns(
       dataAt.push(length);
       dataEnd.push(length + bytes);
       for (const symbolsBefore of afterPads.get(i) ?? []) {
-        // Data after a '=' starts on a byte of this alignment's view when whole groups of 4 lie between.
-        const groups = (symbolsBefore - offset) / 4;
-        if (groups > 0 && Number.isInteger(groups) && groups * 3 < bytes) {
-          dataAt.push(length + groups * 3);
+        // Data after a '=' or a line break starts on a byte of this alignment's view when whole groups lie between.
+        const groups = (symbolsBefore - offset) / alphabet.groupSymbols;
+        if (groups > 0 && Number.isInteger(groups) && groups * alphabet.groupBytes < bytes) {
+          dataAt.push(length + groups * alphabet.groupBytes);
           dataEnd.push(length + bytes);
         }
       }
@@ -942,15 +961,18 @@ function* decodeRuns(
   return views;
 }
 
-/** In a base64 run as written: how many symbols come before each symbol that follows a '=' (line breaks read past). */
-function symbolsAfterPads(raw: string): number[] {
+/**
+ * In a run as written: how many symbols come before each symbol that follows a '=' or a line break (`key=<base64>`,
+ * `hello\n<base64>`: an agent may decode from there; wrapped base64 makes every line such a place).
+ */
+function symbolsAfterBreaks(raw: string, alphabet: Alphabet): number[] {
   const out: number[] = [];
   let symbols = 0;
   let afterPad = false;
   for (let k = 0; k < raw.length; k++) {
-    const v = base64Value[raw.charCodeAt(k)]!;
-    if (v === pad) afterPad = true;
-    else if (v < 64) {
+    const v = alphabet.value[raw.charCodeAt(k)]!;
+    if (v === pad || v === skip) afterPad = true;
+    else if (v < alphabet.symbols) {
       if (afterPad && symbols > 0) out.push(symbols);
       afterPad = false;
       symbols++;
