@@ -63,8 +63,17 @@ const { watchEventLoop } = await import('../testing/event-loop-gaps.js');
 const { lenientInflate } = await import('../testing/lenient-inflate.js');
 /** node:zlib itself, not watched: what the tests build and check with is not counted as the scrubber's calls. */
 const zlibReal = await vi.importActual<typeof Zlib>('node:zlib');
-const { decodeMemoEntries, decodeOnce, decodeOnceMemo, forgetDecodeMemo, inflatedBytesMax, seamsMax } =
-  await import('./compressed-views.js');
+const {
+  brotliBytesFor,
+  decodeMemoEntries,
+  decodeOnce,
+  decodeOnceMemo,
+  forgetDecodeMemo,
+  inflateBudget,
+  inflatedBytesMax,
+  inflatedViews,
+  seamsMax,
+} = await import('./compressed-views.js');
 
 // Canary values only: none of these is a real credential.
 const shortToken = 'canary-c4n4r';
@@ -120,6 +129,61 @@ describe('decoder calls while scrubbing', () => {
     expect(long.length).toBeGreaterThan(0);
     expect(short.every((call) => call.chunkSize === 1024)).toBe(true);
     expect(long.every((call) => call.chunkSize === undefined)).toBe(true);
+  });
+});
+
+describe('a megabyte of signatures, one after another', () => {
+  // Every signature past the budget (or of a format node:zlib lacks) is a range to redact to the end: ~260k of them
+  // were once spread into one push and overflowed the stack, so the scrub threw instead of answering.
+  it.each([
+    ['zstd', '28b52ffd'],
+    ['gzip with FLG 0', '1f8b0800'],
+  ])('%s: redacted (from the first at the latest), the same in slices, never thrown', async (_, unitHex) => {
+    const unit = Buffer.from(unitHex, 'hex');
+    const body = Buffer.concat([Buffer.from('ok '), Buffer.alloc(1 << 20).fill(unit)]);
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: shortToken }));
+    const out = scrubber.scrub(body);
+    expect(out.redacted).toBe(true);
+    expect(out.bytes.toString()).toMatch(/^(ok )?\[REDACTED\]$/);
+    expect(await scrubber.scrubAsync(body)).toEqual(out);
+  });
+});
+
+describe('brotli data too short to decode to a part (brotliBytesFor), not tried', () => {
+  const decodedBytes = (input: Buffer): number => {
+    try {
+      return zlibReal.brotliDecompressSync(input, { finishFlush: constants.BROTLI_OPERATION_FLUSH }).length;
+    } catch {
+      return 0;
+    }
+  };
+  // Streams brotli writes (every quality and window: an uncompressed meta-block, the shortest that gives bytes, is
+  // written for short data), cut to at most 8 bytes; and noise.
+  const short = fc.oneof(
+    fc
+      .tuple(fc.string({ maxLength: 12 }), fc.integer({ min: 0, max: 11 }), fc.integer({ min: 10, max: 24 }))
+      .map(([text, quality, window]) =>
+        zlibReal.brotliCompressSync(text, {
+          params: { [constants.BROTLI_PARAM_QUALITY]: quality, [constants.BROTLI_PARAM_LGWIN]: window },
+        }),
+      ),
+    fc.uint8Array({ minLength: 1, maxLength: 8 }).map((a) => Buffer.from(a)),
+  );
+
+  it('decodes, from any prefix shorter than brotliBytesFor(n), fewer than n bytes', () => {
+    fc.assert(
+      fc.property(short, fc.integer({ min: 1, max: 40 }), (stream, n) => {
+        for (let length = 1; length < Math.min(stream.length + 1, brotliBytesFor(n)); length++)
+          expect(decodedBytes(stream.subarray(0, length))).toBeLessThan(n);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('is tight for an uncompressed meta-block: 3 bytes of header, then the bytes themselves', () => {
+    expect(brotliBytesFor(4)).toBe(7);
+    expect(brotliBytesFor(40)).toBe(9);
+    expect(decodedBytes(zlibReal.brotliCompressSync('abcd').subarray(0, 7))).toBe(4);
   });
 });
 
@@ -447,7 +511,8 @@ describe('a secret split across stored blocks whose NLEN is wrong (a decoder tha
     // Noise mends often, and the stored blocks of noise skip up to 64 KiB, over a seam as often as not: mending those
     // again inside the views stored blocks make spent the decoded-bytes budget on this megabyte, and the rest of it was
     // redacted unread (six ranges). Read as zlib reads them, it costs 14 182 decoder calls (13 940 when those views
-    // were not looked into) and redacts nothing; 14 705 since the first `shortRunsMax` short runs are looked into.
+    // were not looked into) and redacts nothing; 14 705 when the first 64 short runs were looked into; 13 593 now that
+    // every start is, raw deflate walked first and brotli tried only where 9 bytes or more lie.
     const body = idBytes('random1', 1 << 20);
     const ranges = secretScrubber(secretParts({ kind: 'bearer', token: shortToken })).ranges(body);
     expect(ranges).toEqual([]);
@@ -623,5 +688,69 @@ describe('short inputs whose decoder answers are kept (decodeOnceMemo)', () => {
     forgetDecodeMemo();
     for (let i = 0; i < 5000; i++) decodeOnceMemo('br', Buffer.from(`noise-${i}`), 64);
     expect(decodeMemoEntries()).toBe(4096);
+  });
+});
+
+describe('what a short start decodes to, kept whole (longestDecodable for inputs of at most 64 bytes)', () => {
+  /** Short data as a view of short runs lays it out: end to end, each piece a start of its own. */
+  const piecesView = (pieces: readonly Buffer[]) => {
+    const bytes = Buffer.concat(pieces);
+    const at: number[] = [];
+    const end: number[] = [];
+    let length = 0;
+    for (const piece of pieces) {
+      at.push(length);
+      end.push((length += piece.length));
+    }
+    const view = { bytes, depth: 1, inputStart: (i: number) => i, inputEnd: (i: number) => i + 1 };
+    return { view, starts: { at, end, shortRuns: true } };
+  };
+  const shortPieces = fc.array(
+    fc.oneof(
+      fc.uint8Array({ minLength: 3, maxLength: 64 }).map((a) => Buffer.from(a)),
+      fc.string({ minLength: 12, maxLength: 40 }).map((t) => deflateRawSync(t)),
+      fc.string({ minLength: 12, maxLength: 40 }).map((t) => brotliCompressSync(t)),
+      // A stored block whose NLEN disagrees, followed by another: mended, never kept.
+      fc.constant(Buffer.from([0x00, 4, 0, 0, 0, 0x61, 0x62, 0x63, 0x64, 0x01, 2, 0, 0xfd, 0xff, 0x65, 0x66])),
+    ),
+    { minLength: 1, maxLength: 10 },
+  );
+  const budgetWith = (callsLeft: number | undefined) => {
+    const budget = inflateBudget();
+    if (callsLeft !== undefined) budget.callsLeft = callsLeft;
+    return budget;
+  };
+
+  it('answers and charges the budget as the decoder calls it stands for would, with any budget left', () => {
+    fc.assert(
+      fc.property(shortPieces, fc.option(fc.integer({ min: 0, max: 12 }), { nil: undefined }), (pieces, calls) => {
+        const { view, starts } = piecesView(pieces);
+        forgetDecodeMemo();
+        const coldBudget = budgetWith(calls);
+        const cold = inflatedViews(view, starts, coldBudget, 4);
+        // Kept now (with the whole budget, so every answer is kept), then read from the memo with the budget given.
+        inflatedViews(view, starts, budgetWith(undefined), 4);
+        const warmBudget = budgetWith(calls);
+        const warm = inflatedViews(view, starts, warmBudget, 4);
+        expect(warm).toEqual(cold);
+        expect(warmBudget).toEqual(coldBudget);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a start seen before makes no decoder call, and a caller that changes its bytes changes no one else’s', () => {
+    const { view, starts } = piecesView([deflateRawSync('a secret-looking 0123456789abcdef'), idBytes('noise', 24)]);
+    const first = inflatedViews(view, starts, inflateBudget(), 4);
+    expect(first.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
+    first.views[0]!.bytes.fill(0);
+    decoderCalls.length = 0;
+    const again = inflatedViews(view, starts, inflateBudget(), 4);
+    expect(decoderCalls).toEqual([]);
+    expect(again.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
+    // A kept answer handed out is a copy too.
+    again.views[0]!.bytes.fill(0);
+    const third = inflatedViews(view, starts, inflateBudget(), 4);
+    expect(third.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
   });
 });

@@ -9,7 +9,12 @@ import {
 } from 'node:zlib';
 import { gzipDataAt, gzipTrailerBytes, zerosEnd } from './gzip-members.js';
 import { runSteps, type Steps } from './sliced-work.js';
-import { mendStoredLengthSteps, zlibExtentSteps, type DeflateFormat } from './stored-block-lengths.js';
+import {
+  lenientOutputBytesSteps,
+  mendStoredLengthSteps,
+  zlibExtentSteps,
+  type DeflateFormat,
+} from './stored-block-lengths.js';
 
 /*
  * Compressed data the remote sent WITHOUT saying so (no Content-Encoding): a hostile remote answers gzip of its echo
@@ -24,11 +29,12 @@ import { mendStoredLengthSteps, zlibExtentSteps, type DeflateFormat } from './st
  *                   skipped unchecked (FHCRC too), each member's data decoded as raw deflate, trailers unchecked, and
  *                   consecutive members joined into one view.
  *   without one:    raw deflate and brotli, tried where data starts (a view's first byte, each base64/hex run on its
- *                   own, and after each '=' inside a run: `key=<base64>`) when those bytes do not look like text, at
- *                   most `headlessTriesMax` places per input, and in the first `shortRunsMax` runs too short to hold a
- *                   part as they are (compressed, a part can be shorter than itself): they cost two decoder calls each
- *                   and cannot be told from noise, so past the bounds (hundreds of runs of ids, words of prose) they
- *                   are not tried — the one best-effort part, said so in docs/http-channel.md.
+ *                   own, and after each '=' or line break inside a run: `key=<base64>`, `hello\n<base64>`) when
+ *                   those bytes do not look like text: at every such place, runs too short to hold a part as they
+ *                   are too (compressed, a part can be shorter than itself), so every id and every word of prose. Raw deflate is walked first
+ *                   (stored-block-lengths.ts, no decoder call): where a lenient decoder gets fewer bytes out than the
+ *                   shortest part, nothing is decoded. What a short start decodes to is kept (`outcomeMemo`), and a
+ *                   start met again in one input is free, so the call budget counts distinct places.
  *   cannot check:   zstd, xz, bzip2 and lz4 frames (node:zlib has no decoder here), a stream that decodes to more than
  *                   its share of the budget or the ratio bound, and anything left once the budget is spent: redacted
  *                   from its first byte to the end of the view — what the broker cannot read it does not hand over.
@@ -50,10 +56,11 @@ export const inflateRatioMax = 1032;
 /** A small stream may always decode this much, whatever the ratio. */
 const inflateFloorBytes = 64 * 1024;
 /**
- * Decoder calls at most per input (~30 µs each): a body full of signature-like pairs cannot spin the CPU. A megabyte of
- * random binary holds ~400 zlib-like headers at ~5 calls each; past the bound what is left is redacted.
+ * Decoder calls at most per input (~20-50 µs each): a body full of signature-like pairs or distinct words cannot spin
+ * the CPU. A megabyte of random binary holds ~400 zlib-like headers at ~5 calls each, a megabyte of English prose ~9k
+ * distinct words (a brotli try each; raw deflate is walked instead); past the bound what is left is redacted.
  */
-export const inflateCallsMax = 16_384;
+export const inflateCallsMax = 65_536;
 /**
  * Encoded bytes that decoder calls that succeed may consume at most per input. A call's cost follows the input it
  * reads, not its output: ~900 KB of empty dynamic Huffman blocks costs ~50-70 ms and outputs nothing, and gzip headers
@@ -68,16 +75,11 @@ export const inflateInputBytesMax = 64 * 1024 * 1024;
  * needs mending is redacted unread, and charged to the decoded-bytes budget as a stream too large is.
  */
 export const storedWalkUnitsMax = 12 * 1024 * 1024;
-/** Places tried as raw deflate and brotli (no signature) at most per input; past it, the rest are not tried. */
-export const headlessTriesMax = 256;
 /**
- * Runs too short to hold the shortest part as they are (the scrubber's short runs: base64, hex, decimal byte arrays)
- * decoded and looked into at most per input, in the order the scrubber meets them. Compressed, a part can take fewer
- * bytes than its own (brotli and deflate write 40 hex digits in ~37 bytes, brotli's dictionary a word in a few), so
- * those runs may hold one; but every word of prose and every id is such a run, and decoding each at every alignment
- * cost a megabyte of prose ~0.5 s. Bounded apart from `headlessTriesMax`, so they cannot use up the longer runs' tries.
+ * Walk units at most per input to bound what raw deflate decodes to before a decoder call (lenientOutputBytesSteps):
+ * ~0.05-0.3 s. Past it every raw start is decoded (the call budget still bounds that).
  */
-export const shortRunsMax = 64;
+export const probeWalkUnitsMax = 16 * 1024 * 1024;
 /**
  * Data shorter than this is not tried without a signature: two bytes decode to at most one byte of deflate (a block
  * header and a literal) and to nothing of brotli (a meta-block header alone is longer). The only sound length bound:
@@ -92,6 +94,16 @@ export const headlessBytesMin = 3;
  * handed over) and its view is searched as it is.
  */
 export const seamsMax = 64;
+/**
+ * Fewest bytes a brotli stream needs to decode to `outputBytes` bytes (RFC 7932 9.2), so shorter data is not tried: a
+ * compressed meta-block reads at least 70 bits of headers before its first command (WBITS 1, ISLAST with ISLASTEMPTY
+ * or ISUNCOMPRESSED 2, MNIBBLES and MLEN 18, three block type counts 3, NPOSTFIX and NDIRECT 6, a context mode 2, two
+ * tree counts 2, and three prefix codes: simple ones of 12, 14 and 10 bits are the shortest), so 9 bytes; an
+ * uncompressed one copies its bytes after a header of at least 3 bytes; metadata blocks decode to nothing.
+ */
+export function brotliBytesFor(outputBytes: number): number {
+  return Math.min(9, 3 + outputBytes);
+}
 /** Compressed inside compressed, at most this deep, on one path of views. */
 export const inflationsMax = 2;
 /** Bytes looked at to decide whether data starts like text (then no signature-less decode is tried there). */
@@ -119,10 +131,14 @@ export interface InflateBudget {
   callsLeft: number;
   /** Encoded bytes consumed by decoder calls that succeeded (inflateInputBytesMax). */
   inputBytesLeft: number;
-  headlessLeft: number;
-  /** Short runs left to decode and look into (`shortRunsMax`): the scrubber counts them. */
-  shortRunsLeft: number;
+  /** Walk units left to bound raw deflate's output before a call (`probeWalkUnitsMax`). */
+  probeUnitsLeft: number;
   walkUnitsLeft: number;
+  /**
+   * What each short start met in this input decoded to (longestDecodable), by its memo key: met again, it costs nothing,
+   * so the budget is charged once per distinct place, whatever the memo across inputs holds.
+   */
+  readonly outcomes: Map<string, Decoded | undefined>;
 }
 
 export function inflateBudget(): InflateBudget {
@@ -130,9 +146,9 @@ export function inflateBudget(): InflateBudget {
     bytesLeft: inflatedBytesMax,
     callsLeft: inflateCallsMax,
     inputBytesLeft: inflateInputBytesMax,
-    headlessLeft: headlessTriesMax,
-    shortRunsLeft: shortRunsMax,
+    probeUnitsLeft: probeWalkUnitsMax,
     walkUnitsLeft: storedWalkUnitsMax,
+    outcomes: new Map(),
   };
 }
 
@@ -262,8 +278,6 @@ export interface DataStarts {
   readonly at: ArrayLike<number>;
   /** Where the data from each start ends (the end of its run); by default the next start, or the view's end. */
   readonly end?: ArrayLike<number>;
-  /** The view decodes short runs (`shortRunsMax`, which bounds them): `headlessTriesMax` is not charged. */
-  readonly shortRuns?: boolean;
 }
 
 /**
@@ -289,15 +303,17 @@ export function* inflatedViewSteps(
   budget: InflateBudget,
   outputBytesMin: number,
 ): Steps<Inflation> {
-  const { at: starts, end: ends, shortRuns = false } = 'length' in dataStarts ? { at: dataStarts } : dataStarts;
-  const out: Inflation = { views: [], uncheckable: [] };
+  const { at: starts, end: ends } = 'length' in dataStarts ? { at: dataStarts } : dataStarts;
+  const views: ScanView[] = [];
   const src = view.bytes;
   /** Starts of gzip members read as part of an earlier member's view (gzipMembers): not read again on their own. */
   const chained = new Set<number>();
   const seams = seamsOfViews.get(view);
   /** Decoded, in a view with seams, as zlib reads it (see `seamsOfViews`); elsewhere stored blocks are mended. */
   const mends = seams === undefined;
-  const untilEnd = (at: number): readonly [number, number] => [view.inputStart(at), view.inputEnd(src.length - 1)];
+  // What could not be checked runs to the view's end: one range from the earliest (not one per signature: 300k of them).
+  let uncheckableFrom = Infinity;
+  const untilEnd = (at: number): number => (uncheckableFrom = Math.min(uncheckableFrom, view.inputStart(at)));
   const tryAt = function* (format: Format, at: number, end = src.length, opensAt = at): Steps<void> {
     if (!(yield* worthTrying(seams, src, format, opensAt, at, end, budget))) return;
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
@@ -307,7 +323,7 @@ export function* inflatedViewSteps(
       format !== 'br' &&
       storedLengthsDisagree(src, firstBlockAt(format, src, at), end)
     ) {
-      out.uncheckable.push(untilEnd(at));
+      untilEnd(at);
       return;
     }
     const decoded =
@@ -322,7 +338,7 @@ export function* inflatedViewSteps(
       // One left unchecked past the walk budget was decoded by zlib up to its stored block (its output, up to the
       // bound, thrown away with the error): charged the same, so many such streams cannot each decode a bomb again.
       budget.bytesLeft -= maxOutput;
-      out.uncheckable.push(untilEnd(at));
+      untilEnd(at);
       return;
     }
     if (decoded === undefined || decoded.bytes.length < outputBytesMin) return;
@@ -333,10 +349,10 @@ export function* inflatedViewSteps(
     if (decoded.pieceEnds !== undefined) {
       const joins = seamsWithin(decoded.pieceEnds, decoded.bytes.length);
       // Past `seamsMax` the stream is redacted whole, its view searched but not looked into (see `seamsMax`).
-      if (joins.length > seamsMax) out.uncheckable.push(untilEnd(at));
+      if (joins.length > seamsMax) untilEnd(at);
       seamsOfViews.set(inflated, joins.length > seamsMax ? new Int32Array(0) : joins);
     }
-    out.views.push(inflated);
+    views.push(inflated);
   };
   /**
    * Where the deflate data of each gzip start tried begins. Headers whose FNAME (FCOMMENT) fields all run to one zero
@@ -361,8 +377,7 @@ export function* inflatedViewSteps(
     if (data !== undefined) yield* tryAt('raw', data, src.length, at);
     yield;
   }
-  for (const magic of undecodableMagics)
-    for (const at of signatureStarts(src, magic)) out.uncheckable.push(untilEnd(at));
+  for (const magic of undecodableMagics) for (const at of signatureStarts(src, magic)) untilEnd(at);
   for (let i = 0; i < starts.length; i++) {
     const at = starts[i]!;
     const end = ends?.[i] ?? (i + 1 < starts.length ? starts[i + 1]! : src.length);
@@ -370,15 +385,25 @@ export function* inflatedViewSteps(
     if (end - at < headlessBytesMin || looksLikeText(src, at)) continue;
     // In a view with seams, a run that crosses none was tried where it lies whole (see `seamsOfViews`).
     if (seams !== undefined && !seamBetween(seams, at, end)) continue;
-    // Past the bound, signature-less data is left untried (see the module comment and docs/http-channel.md).
-    if (!shortRuns && budget.headlessLeft <= 0) break;
-    if (!shortRuns) budget.headlessLeft -= 1;
     // A run is decoded on its own, as the agent would decode it.
-    if (((src[at]! >> 1) & 3) !== 3 && !loneStoredBlock(src, at, end)) yield* tryAt('raw', at, end);
-    yield* tryAt('br', at, end);
+    if (yield* rawMayHold(src, at, end, budget, outputBytesMin)) yield* tryAt('raw', at, end);
+    if (end - at >= brotliBytesFor(outputBytesMin)) yield* tryAt('br', at, end);
     yield;
   }
-  return out;
+  return { views, uncheckable: uncheckableFrom === Infinity ? [] : [[uncheckableFrom, view.inputEnd(src.length - 1)]] };
+}
+
+/**
+ * Whether raw deflate from `at` (to `end`) can decode to `outputBytes` bytes or more: not when its first block type is
+ * reserved or it is a lone stored block (`loneStoredBlock`), nor when a walk (lenientOutputBytesSteps, no decoder call,
+ * `probeWalkUnitsMax`) says a lenient decoder gets fewer out of it; past the walk budget, assumed so.
+ */
+function* rawMayHold(src: Buffer, at: number, end: number, budget: InflateBudget, outputBytes: number): Steps<boolean> {
+  if (((src[at]! >> 1) & 3) === 3 || loneStoredBlock(src, at, end)) return false;
+  const walk = { walkUnitsLeft: budget.probeUnitsLeft };
+  const produced = yield* lenientOutputBytesSteps(src.subarray(at, end), walk);
+  budget.probeUnitsLeft = walk.walkUnitsLeft;
+  return produced === 'unchecked' || produced >= outputBytes;
 }
 
 /**
@@ -536,7 +561,68 @@ function* longestDecodable(
   input: Buffer,
   maxOutput: number,
   budget: InflateBudget,
-  { memberData = false, mends = true }: { readonly memberData?: boolean; readonly mends?: boolean } = {},
+  options: LongestDecodableOptions = {},
+): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
+  if (input.length > memoInputBytesMax) return yield* longestDecodableUnkept(format, input, maxOutput, budget, options);
+  const key = `${format}${options.memberData === true ? 'm' : ''}${options.mends === false ? 'n' : ''}:${maxOutput}:${input.toString('latin1')}`;
+  // A copy: whoever reads a decoded answer may keep its bytes.
+  const copy = (decoded: Decoded | undefined): Decoded | undefined =>
+    decoded === undefined ? undefined : { ...decoded, bytes: Buffer.from(decoded.bytes) };
+  // Met before in this input: already charged.
+  if (budget.outcomes.has(key)) return copy(budget.outcomes.get(key));
+  const kept = outcomeMemo.get(key);
+  // Charged as the calls it stands for were: with too little budget left they are made, and fail as they did before.
+  if (kept !== undefined && budget.callsLeft >= kept.calls && budget.inputBytesLeft > kept.inputBytes) {
+    budget.callsLeft -= kept.calls;
+    budget.inputBytesLeft -= kept.inputBytes;
+    budget.outcomes.set(key, kept.decoded);
+    return copy(kept.decoded);
+  }
+  const [callsLeft, inputBytesLeft] = [budget.callsLeft, budget.inputBytesLeft];
+  const trace = { mended: false };
+  const got = yield* longestDecodableUnkept(format, input, maxOutput, budget, options, trace);
+  // Kept only when the calls alone decided it: no stored block mended (the walk has a budget of its own), no budget run
+  // out ('too_large'), and not too many decoded bytes to keep.
+  const keep =
+    !trace.mended &&
+    (got === undefined ||
+      (typeof got === 'object' && got.pieceEnds === undefined && got.bytes.length <= memoOutputBytesMax));
+  if (keep) {
+    const decoded = copy(got);
+    if (outcomeMemo.size >= memoEntriesMax) outcomeMemo.delete(outcomeMemo.keys().next().value!);
+    outcomeMemo.set(key, {
+      decoded,
+      calls: callsLeft - budget.callsLeft,
+      inputBytes: inputBytesLeft - budget.inputBytesLeft,
+    });
+    budget.outcomes.set(key, decoded);
+  }
+  return got;
+}
+
+interface LongestDecodableOptions {
+  readonly memberData?: boolean;
+  readonly mends?: boolean;
+}
+
+/**
+ * longestDecodable's answers for short inputs (at most `memoInputBytesMax`), by format, options, output bound and
+ * bytes, with the budget their calls took: a pure function of those while no stored block is mended, and most short
+ * data tried is the same from answer to answer (see `decodeOnceMemo`). One lookup stands for the ~2 decoder calls and
+ * their memo lookups a start makes (a probe, the whole, the bisection), which cost ~10 µs a start with every call kept.
+ */
+const outcomeMemo = new Map<
+  string,
+  { readonly decoded: Decoded | undefined; readonly calls: number; readonly inputBytes: number }
+>();
+
+function* longestDecodableUnkept(
+  format: Exclude<Format, 'gzip'>,
+  input: Buffer,
+  maxOutput: number,
+  budget: InflateBudget,
+  { memberData = false, mends = true }: LongestDecodableOptions,
+  trace: { mended: boolean } = { mended: false },
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
   let pieceEnds: Uint32Array | undefined;
@@ -545,7 +631,12 @@ function* longestDecodable(
   const attempt = (length: number): Attempt => {
     if (budget.callsLeft <= 0 || budget.inputBytesLeft <= 0) return 'too_large';
     budget.callsLeft -= 1;
-    const got = decodeOnceMemo(format, src.subarray(0, length), maxOutput);
+    // A short input's whole answer is kept (`outcomeMemo`), so its calls are not kept one by one; a long one's short
+    // probes are.
+    const got =
+      input.length > memoInputBytesMax
+        ? decodeOnceMemo(format, src.subarray(0, length), maxOutput)
+        : decodeOnce(format, src.subarray(0, length), maxOutput);
     // A call that fails does not say how far it read (noise fails within bytes); one that succeeds does.
     if (isDecoded(got)) budget.inputBytesLeft -= got.consumed;
     return got;
@@ -553,6 +644,7 @@ function* longestDecodable(
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
     if (got !== 'stored_lengths' || !mends || format === 'br' || src !== input) return false;
+    trace.mended = true;
     const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData);
     if (typeof copy !== 'object') return copy ?? false;
     src = copy.copy;
@@ -639,6 +731,7 @@ const decodeMemo = new Map<string, Attempt>();
 /** Forgets every kept answer (tests that count decoder calls start from none). */
 export function forgetDecodeMemo(): void {
   decodeMemo.clear();
+  outcomeMemo.clear();
 }
 
 /** Kept answers now (at most memoEntriesMax). */

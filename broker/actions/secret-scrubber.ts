@@ -1,7 +1,6 @@
 import type { SecretMaterial } from '../ports/index.js';
 import {
   headlessBytesMin,
-  type InflateBudget,
   inflateBudget,
   inflatedViewSteps,
   inflationsMax,
@@ -40,9 +39,10 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *                  wherever their signature is, raw deflate and brotli where non-text data starts, in every view
  *                  above (so base64 of gzip, gzip of JSON-escaped text...). Compressed, a part can be shorter than
  *                  itself (brotli writes 40 hex digits in ~37 bytes): runs too short to hold a part as they are are
- *                  decoded too, cut at each '=' (`key=<base64>`), at their first symbol, the first `shortRunsMax` of
- *                  them per input (every word of prose is one), and looked into for compressed data only; so is a
- *                  view shorter than the shortest part. Decompression is not counted as a layer (at most
+ *                  decoded too, cut at each '=' (`key=<base64>`), at their first symbol, every one of them (every
+ *                  word of prose is one: a start met again in one input costs nothing, and raw deflate is walked
+ *                  before it is decoded), and looked into for compressed data only; so is a view shorter than the
+ *                  shortest part. Decompression is not counted as a layer (at most
  *                  `inflationsMax` of them on one path); what cannot be decoded within the bounds, or is a
  *                  format node:zlib lacks (zstd, xz, bzip2, lz4), is redacted from its start to the end of the view.
  *
@@ -52,9 +52,11 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * base85, quoted-printable (`=39=66`), uuencode, octal or decimal escapes other than the byte arrays above, and any
  * other encoding not listed; case changes other than ASCII letters' (a non-ASCII letter is matched byte for byte);
  * raw deflate or brotli whose first bytes read as text (fixed-Huffman deflate of digits can: it is not tried there),
- * behind a prefix inside binary data (no signature to find it by), behind symbols glued before a short run, or in a
- * short run past the first `shortRunsMax` (past `headlessTriesMax` for longer runs); a preset
- * zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
+ * behind a prefix inside binary data (no signature to find it by), or behind symbols glued before a short run (on the
+ * same line: after a line break or a '=' inside a run is a place of its own, `hello\n<base64>`); past the call budget
+ * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; compressed data inside
+ * compressed data whose middle stream decodes to fewer bytes than the shortest part (deflate of deflate of a 40-hex
+ * token: the inner stream is 38 bytes, and output shorter than a part is not looked into); a preset zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
  * encodings; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
  * `partBytesMin` are not searched: they would redact at random.
  *
@@ -680,6 +682,9 @@ interface Alphabet {
   readonly offsets: number;
   readonly encoding: 'base64' | 'hex';
   readonly bitsPerSymbol: number;
+  /** Symbols of one whole group, and the bytes it decodes to. */
+  readonly groupSymbols: number;
+  readonly groupBytes: number;
   /** Bytes that `group` decodes to for this many symbols. */
   decodedBytes(symbolCount: number): number;
   /** The text Node decodes for one run from one offset: whole groups, so runs laid end to end decode independently. */
@@ -692,6 +697,8 @@ const base64Alphabet: Alphabet = {
   offsets: 4,
   encoding: 'base64',
   bitsPerSymbol: 6,
+  groupSymbols: 4,
+  groupBytes: 3,
   decodedBytes: (n) => Math.floor(n / 4) * 3 + (n % 4 >= 2 ? 3 : 0),
   group(symbols, offset) {
     const rest = (symbols.length - offset) % 4;
@@ -707,6 +714,8 @@ const hexAlphabet: Alphabet = {
   offsets: 2,
   encoding: 'hex',
   bitsPerSymbol: 4,
+  groupSymbols: 2,
+  groupBytes: 1,
   decodedBytes: (n) => Math.floor(n / 2),
   group: (symbols, offset) => symbols.slice(offset, symbols.length - ((symbols.length - offset) % 2)),
 };
@@ -740,7 +749,7 @@ const shortRunSymbolsMin = { base64: Math.ceil((headlessBytesMin * 8) / 6), hex:
  * escape view only runs that hold a decoded escape are new (any other run is the parent's, decoded there already), so
  * only the stretches around escapes are looked at.
  */
-function* findRuns(view: View, plan: Plan, budget: InflateBudget): Steps<Runs> {
+function* findRuns(view: View, plan: Plan): Steps<Runs> {
   const src = view.bytes;
   // A step per this many bytes looked at: a megabyte is ~10-20 ms of this loop.
   let stepEnd = runScanStepBytes;
@@ -764,7 +773,7 @@ function* findRuns(view: View, plan: Plan, budget: InflateBudget): Steps<Runs> {
         let start = i;
         while (start > covered && base64Value[src[start - 1]!] !== none) start--;
         covered = stretchEnd(i);
-        stretchRuns(src, start, covered, plan, runs, budget);
+        stretchRuns(src, start, covered, plan, runs);
       }
     }
     return runs;
@@ -776,31 +785,28 @@ function* findRuns(view: View, plan: Plan, budget: InflateBudget): Steps<Runs> {
     }
     if (base64Value[src[i]!] === none) continue;
     const end = stretchEnd(i);
-    stretchRuns(src, i, end, plan, runs, budget);
+    stretchRuns(src, i, end, plan, runs);
     i = end;
   }
   return runs;
 }
 
-function stretchRuns(src: Buffer, from: number, to: number, plan: Plan, runs: Runs, budget: InflateBudget): void {
+function stretchRuns(src: Buffer, from: number, to: number, plan: Plan, runs: Runs): void {
   // No closure here: this runs once per stretch, and a megabyte of prose is ~150k of them.
-  const base64Short = budget.shortRunsLeft > 0 ? runs.base64Short : undefined;
-  pushRun(src, from, to, base64Alphabet, plan.base64SymbolsMin, runs.base64, base64Short, budget);
-  if (to - from < (budget.shortRunsLeft > 0 ? shortRunSymbolsMin.hex : plan.hexSymbolsMin)) return;
+  pushRun(src, from, to, base64Alphabet, plan.base64SymbolsMin, runs.base64, runs.base64Short);
+  if (to - from < shortRunSymbolsMin.hex) return;
   for (let i = from; i < to; i++) {
     if (hexRunValue[src[i]!] === none) continue;
     let end = i;
     while (end < to && hexRunValue[src[end]!] !== none) end++;
-    const hexShort = budget.shortRunsLeft > 0 ? runs.hexShort : undefined;
-    pushRun(src, i, end, hexAlphabet, plan.hexSymbolsMin, runs.hex, hexShort, budget);
+    pushRun(src, i, end, hexAlphabet, plan.hexSymbolsMin, runs.hex, runs.hexShort);
     i = end;
   }
 }
 
 /**
  * Trims [from, to) (all of the alphabet) to start on a symbol and end without line breaks; keeps it in `into` if long
- * enough to hold a part, else in `short` (while there is one: `shortRunsMax`) if long enough to hold compressed data
- * (`shortRunSymbolsMin`).
+ * enough to hold a part, else in `short` if long enough to hold compressed data (`shortRunSymbolsMin`).
  */
 function pushRun(
   src: Buffer,
@@ -809,11 +815,10 @@ function pushRun(
   alphabet: Alphabet,
   minSymbols: number,
   into: number[],
-  short: number[] | undefined,
-  budget: InflateBudget,
+  short: number[],
 ): void {
   const shortMin = alphabet === hexAlphabet ? shortRunSymbolsMin.hex : shortRunSymbolsMin.base64;
-  if (to - from < (short === undefined ? minSymbols : shortMin)) return;
+  if (to - from < shortMin) return;
   const { value, symbols } = alphabet;
   let start = from;
   while (start < to && value[src[start]!]! >= symbols) start++;
@@ -822,12 +827,14 @@ function pushRun(
   let count = 0;
   for (let i = start; i < end; i++) if (value[src[i]!]! < symbols) count++;
   if (count >= minSymbols) into.push(start, end, count);
-  else if (short !== undefined && count >= shortMin) pushShortRuns(src, start, end, alphabet, shortMin, short, budget);
+  else if (count >= shortMin) pushShortRuns(src, start, end, alphabet, shortMin, short);
 }
 
 /**
  * A short run, cut at each '=' (`key=value`, or padded blobs one after another): each piece holds compressed data from
- * its first symbol if any, as an agent decodes a value (decoded at that alignment only: `decodeRuns`).
+ * its first symbol if any, as an agent decodes a value (decoded at that alignment only: `decodeRuns`); so does what
+ * follows a line break inside a piece (`hello\n<base64>`: an agent reads the line on its own), besides the whole piece
+ * (wrapped base64).
  */
 function pushShortRuns(
   src: Buffer,
@@ -836,24 +843,29 @@ function pushShortRuns(
   alphabet: Alphabet,
   shortMin: number,
   short: number[],
-  budget: InflateBudget,
 ): void {
   const { value, symbols } = alphabet;
   let start = -1;
   let count = 0;
   let last = from;
-  for (let i = from; i <= to && budget.shortRunsLeft > 0; i++) {
+  /** Per line break inside the piece: where the symbols after it start, and how many symbols came before. */
+  const lines: number[] = [];
+  let afterBreak = false;
+  for (let i = from; i <= to; i++) {
     const v = i < to ? value[src[i]!]! : pad;
     if (v < symbols) {
-      if (start < 0) [start, count] = [i, 0];
+      if (start < 0) [start, count, lines.length] = [i, 0, 0];
+      else if (afterBreak) lines.push(i, count);
+      afterBreak = false;
       count++;
       last = i + 1;
+    } else if (v === skip) {
+      afterBreak = start >= 0;
     } else if (v === pad && start >= 0) {
-      if (count >= shortMin) {
-        short.push(start, last, count);
-        budget.shortRunsLeft -= 1;
-      }
-      start = -1;
+      if (count >= shortMin) short.push(start, last, count);
+      for (let k = 0; k < lines.length; k += 2)
+        if (count - lines[k + 1]! >= shortMin) short.push(lines[k]!, last, count - lines[k + 1]!);
+      [start, afterBreak] = [-1, false];
     }
   }
 }
@@ -884,7 +896,7 @@ function* decodeRuns(
     const [start, end, symbolCount] = [runs[3 * i]!, runs[3 * i + 1]!, runs[3 * i + 2]!];
     const raw = view.bytes.toString('latin1', start, end);
     symbols.push(symbolCount === end - start ? raw : raw.replace(/[=\r\n]/g, ''));
-    if (symbolCount !== end - start && raw.includes('=')) afterPads.set(i, symbolsAfterPads(raw));
+    if (symbolCount !== end - start && /[=\r\n]/.test(raw)) afterPads.set(i, symbolsAfterBreaks(raw, alphabet));
     inputStart[i] = view.inputStart(start);
     inputEnd[i] = view.inputEnd(end - 1);
     stepBytes += end - start;
@@ -915,10 +927,10 @@ function* decodeRuns(
       dataAt.push(length);
       dataEnd.push(length + bytes);
       for (const symbolsBefore of afterPads.get(i) ?? []) {
-        // Data after a '=' starts on a byte of this alignment's view when whole groups of 4 lie between.
-        const groups = (symbolsBefore - offset) / 4;
-        if (groups > 0 && Number.isInteger(groups) && groups * 3 < bytes) {
-          dataAt.push(length + groups * 3);
+        // Data after a '=' or a line break starts on a byte of this alignment's view when whole groups lie between.
+        const groups = (symbolsBefore - offset) / alphabet.groupSymbols;
+        if (groups > 0 && Number.isInteger(groups) && groups * alphabet.groupBytes < bytes) {
+          dataAt.push(length + groups * alphabet.groupBytes);
           dataEnd.push(length + bytes);
         }
       }
@@ -949,15 +961,18 @@ function* decodeRuns(
   return views;
 }
 
-/** In a base64 run as written: how many symbols come before each symbol that follows a '=' (line breaks read past). */
-function symbolsAfterPads(raw: string): number[] {
+/**
+ * In a run as written: how many symbols come before each symbol that follows a '=' or a line break (`key=<base64>`,
+ * `hello\n<base64>`: an agent may decode from there; wrapped base64 makes every line such a place).
+ */
+function symbolsAfterBreaks(raw: string, alphabet: Alphabet): number[] {
   const out: number[] = [];
   let symbols = 0;
   let afterPad = false;
   for (let k = 0; k < raw.length; k++) {
-    const v = base64Value[raw.charCodeAt(k)]!;
-    if (v === pad) afterPad = true;
-    else if (v < 64) {
+    const v = alphabet.value[raw.charCodeAt(k)]!;
+    if (v === pad || v === skip) afterPad = true;
+    else if (v < alphabet.symbols) {
       if (afterPad && symbols > 0) out.push(symbols);
       afterPad = false;
       symbols++;
@@ -1014,7 +1029,7 @@ function byteNumberAt(src: Buffer, at: number): readonly [number, number] | unde
  * one run view of those that can hold a part, one (a short-run view) of those that can only hold compressed data.
  * Found from each comma, so a view without one costs a lookup. Each byte maps to its whole run, like base64's.
  */
-function* decimalRunViews(view: View, plan: Plan, budget: InflateBudget): Steps<View[]> {
+function* decimalRunViews(view: View, plan: Plan): Steps<View[]> {
   const src = view.bytes;
   type Run = { start: number; end: number; bytes: number[] };
   const runs: Run[] = [];
@@ -1042,11 +1057,7 @@ function* decimalRunViews(view: View, plan: Plan, budget: InflateBudget): Steps<
       if (run.bytes.length % stepUnits === 0) yield;
     }
     covered = run.end;
-    const short = run.bytes.length < plan.needleBytesMin;
-    if (run.bytes.length >= headlessBytesMin && (!short || budget.shortRunsLeft > 0)) {
-      runs.push(run);
-      if (short) budget.shortRunsLeft -= 1;
-    }
+    if (run.bytes.length >= headlessBytesMin) runs.push(run);
   }
   const views: View[] = [];
   for (const short of [false, true]) {
@@ -1106,22 +1117,22 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
       }
     yield;
     const level = inflations.get(view) ?? 0;
-    const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan, budget) : [];
+    const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan) : [];
     if (level > 0) for (const child of children) inflations.set(child, level);
     // A view decoded from one with seams (compressed-views.ts: stored blocks' bytes laid end to end) has its own.
     const seams = viewSeams(view);
     if (seams !== undefined)
       for (const child of children) if (child instanceof EscapeView) setViewSeams(child, escapeSeams(child, seams));
-    queue.push(...children);
+    for (const child of children) queue.push(child);
     // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding.
     if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
     // A view whose seams are none holds no compressed data that was not looked for where it lies whole.
     if (seams?.length === 0) continue;
-    const starts = view instanceof RunView ? { at: view.dataAt, end: view.dataEnd, shortRuns } : [0];
+    const starts = view instanceof RunView ? { at: view.dataAt, end: view.dataEnd } : [0];
     const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
-    found.push(...inflated.uncheckable);
+    for (const range of inflated.uncheckable) found.push(range);
     for (const child of inflated.views) inflations.set(child, level + 1);
-    queue.push(...inflated.views);
+    for (const child of inflated.views) queue.push(child);
   }
   return mergeRanges(found);
 }
@@ -1156,7 +1167,7 @@ const byteEscapeViews = new WeakSet<View>();
 /** Run views of short runs (`shortRunSymbolsMin`). */
 const shortRunViews = new WeakSet<View>();
 
-function* childViews(view: View, plan: Plan, budget: InflateBudget): Steps<View[]> {
+function* childViews(view: View, plan: Plan): Steps<View[]> {
   const children: View[] = [];
   for (const kind of escapeKinds) {
     const child = kind === formKind && !plan.spaceInPart ? undefined : yield* decodeEscapes(view, kind);
@@ -1164,8 +1175,8 @@ function* childViews(view: View, plan: Plan, budget: InflateBudget): Steps<View[
     if (child) children.push(child);
     yield;
   }
-  children.push(...(yield* decimalRunViews(view, plan, budget)));
-  const runs = yield* findRuns(view, plan, budget);
+  children.push(...(yield* decimalRunViews(view, plan)));
+  const runs = yield* findRuns(view, plan);
   yield;
   if (runs.base64.length > 0) children.push(...(yield* decodeRuns(view, runs.base64, base64Alphabet)));
   yield;

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { constants, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { lenientInflate } from '../testing/lenient-inflate.js';
-import { mendStoredLengthSteps, mendStoredLengths } from './stored-block-lengths.js';
+import { runSteps } from './sliced-work.js';
+import { lenientOutputBytesSteps, mendStoredLengthSteps, mendStoredLengths } from './stored-block-lengths.js';
 
 /** A stored block (not final) holding `data` whose NLEN is `nlen`. */
 function stored(data: Uint8Array, nlen: number): Buffer {
@@ -87,5 +88,72 @@ describe('mendStoredLengths', () => {
     const units = 1e9 - budget.walkUnitsLeft;
     expect(units).toBeGreaterThan(blocks * 34);
     expect(yields).toBeGreaterThanOrEqual(Math.floor(units / 65_536) - 1);
+  });
+});
+
+describe('lenientOutputBytesSteps', () => {
+  const zlibReads = (bytes: Buffer): Buffer | undefined => {
+    try {
+      return inflateRawSync(bytes, { finishFlush: constants.Z_SYNC_FLUSH });
+    } catch {
+      return undefined;
+    }
+  };
+  /** Streams of every block kind (stored with any NLEN, fixed, dynamic), cut anywhere, noise after; and noise alone. */
+  const sent = fc.oneof(
+    fc
+      .tuple(
+        fc.array(
+          fc.record({
+            data: fc.oneof(
+              fc.uint8Array({ maxLength: 40 }),
+              fc.string({ maxLength: 80 }).map((t) => Buffer.from(t)),
+            ),
+            kind: fc.constantFrom('stored' as const, 'fixed' as const, 'dynamic' as const),
+            nlen: fc.integer({ min: 0, max: 0xffff }),
+          }),
+          { minLength: 1, maxLength: 4 },
+        ),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.uint8Array({ maxLength: 16 }),
+      )
+      .map(([pieces, cut, tail]) => {
+        const stream = Buffer.concat([
+          ...pieces.map(({ data, kind, nlen }) =>
+            kind === 'stored'
+              ? stored(data, nlen)
+              : deflateRawSync(data, {
+                  finishFlush: constants.Z_FULL_FLUSH,
+                  strategy: kind === 'fixed' ? constants.Z_FIXED : constants.Z_DEFAULT_STRATEGY,
+                }),
+          ),
+          finalEmptyStored,
+        ]);
+        return Buffer.concat([stream.subarray(0, Math.round(cut * stream.length)), tail]);
+      }),
+    fc.uint8Array({ minLength: 1, maxLength: 64 }).map((a) => Buffer.from(a)),
+  );
+
+  // The scrubber decodes no raw deflate start this says gives fewer bytes than the shortest part: it must never say
+  // less than zlib decodes from any prefix (the longest that decodes is what a failing stream gives), mended or not.
+  it('is never less than zlib decodes from any prefix of the input or of its mended copy', () => {
+    fc.assert(
+      fc.property(sent, (input) => {
+        const bound = runSteps(lenientOutputBytesSteps(input, { walkUnitsLeft: 1 << 20 }));
+        if (bound === 'unchecked') throw new Error('the walk ran out of a budget it cannot spend here');
+        const mended = mendStoredLengths('raw', input, { walkUnitsLeft: 1 << 20 });
+        for (const bytes of mended instanceof Buffer ? [input, mended] : [input])
+          for (let length = 1; length <= bytes.length; length++)
+            expect(zlibReads(bytes.subarray(0, length))?.length ?? 0).toBeLessThanOrEqual(bound);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('counts what a stream gives, so a start that holds a part is decoded', () => {
+    const part = Buffer.from('canary-0123456789abcdef');
+    const bound = runSteps(lenientOutputBytesSteps(deflateRawSync(part), { walkUnitsLeft: 1 << 20 }));
+    expect(bound).toBe(part.length);
+    expect(runSteps(lenientOutputBytesSteps(deflateRawSync(part), { walkUnitsLeft: 0 }))).toBe('unchecked');
   });
 });

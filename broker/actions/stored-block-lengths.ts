@@ -94,6 +94,21 @@ export function* zlibExtentSteps(
   return walk.charge() ? extent : 'unchecked';
 }
 
+/**
+ * How many bytes a lenient decoder (NLEN ignored) gets out of `input`, raw deflate from its first byte, before it
+ * stops or the stream ends: no fewer than zlib gets from any prefix of `input`, or of its mended copy, since the walk
+ * stops nowhere before zlib does (stored blocks count their LEN, however much of their data `input` holds). So a start
+ * this says holds fewer bytes than the shortest part needs no decoder call: nothing it decodes to can hold one.
+ * 'unchecked' when the budget ran out first.
+ */
+export function* lenientOutputBytesSteps(input: Buffer, budget: WalkBudget): Steps<number | 'unchecked'> {
+  if (budget.walkUnitsLeft <= 0) return 'unchecked';
+  const walk = new Walk(input, budget);
+  const end = yield* walk.blocks(0);
+  if (end === 'unchecked' || !walk.charge()) return 'unchecked';
+  return walk.producedBytes;
+}
+
 /** mendStoredLengthSteps run at once: the copy, or undefined / 'unchecked' as it says. */
 export function mendStoredLengths(
   format: DeflateFormat,
@@ -215,6 +230,11 @@ class Walk {
   /** The LEN offsets of the stored blocks whose NLEN disagrees: the first `mendCount` entries. */
   mends = new Uint32Array(16);
   mendCount = 0;
+
+  /** Bytes the walk's stream produced before it stopped or ended (`blocks`). */
+  get producedBytes(): number {
+    return this.produced;
+  }
 
   constructor(
     private readonly src: Buffer,
