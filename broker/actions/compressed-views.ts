@@ -7,6 +7,7 @@ import {
   type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
+import { brotliMayGive } from './brotli-header.js';
 import { gzipDataAt, gzipTrailerBytes, zerosEnd } from './gzip-members.js';
 import { runSteps, type Steps } from './sliced-work.js';
 import {
@@ -31,10 +32,12 @@ import {
  *   without one:    raw deflate and brotli, tried where data starts (a view's first byte, each base64/hex run on its
  *                   own, and after each '=' or line break inside a run: `key=<base64>`, `hello\n<base64>`) when
  *                   those bytes do not look like text: at every such place, runs too short to hold a part as they
- *                   are too (compressed, a part can be shorter than itself), so every id and every word of prose. Raw deflate is walked first
- *                   (stored-block-lengths.ts, no decoder call): where a lenient decoder gets fewer bytes out than the
- *                   shortest part, nothing is decoded. What a short start decodes to is kept (`outcomeMemo`), and a
- *                   start met again in one input is free, so the call budget counts distinct places.
+ *                   are too (compressed, a part can be shorter than itself), so every id and every word of prose.
+ *                   Neither is decoded where it cannot give enough bytes to hold the shortest part, told without a
+ *                   decoder call: raw deflate by a walk of its blocks (stored-block-lengths.ts), brotli by reading up
+ *                   to its first command (brotli-header.ts: noise breaks its header within a few bytes) and not at
+ *                   all on fewer than 9 bytes. What a short start decodes to is kept (`outcomeMemo`), and a start met
+ *                   again in one input is free, so the call budget counts distinct places.
  *   cannot check:   zstd, xz, bzip2 and lz4 frames (node:zlib has no decoder here), a stream that decodes to more than
  *                   its share of the budget or the ratio bound, and anything left once the budget is spent: redacted
  *                   from its first byte to the end of the view — what the broker cannot read it does not hand over.
@@ -387,7 +390,9 @@ export function* inflatedViewSteps(
     if (seams !== undefined && !seamBetween(seams, at, end)) continue;
     // A run is decoded on its own, as the agent would decode it.
     if (yield* rawMayHold(src, at, end, budget, outputBytesMin)) yield* tryAt('raw', at, end);
-    if (end - at >= brotliBytesFor(outputBytesMin)) yield* tryAt('br', at, end);
+    // Brotli is read up to its first command first (brotli-header.ts): noise stops before it, with no call.
+    if (end - at >= brotliBytesFor(outputBytesMin) && brotliMayGive(src.subarray(at, end), outputBytesMin))
+      yield* tryAt('br', at, end);
     yield;
   }
   return { views, uncheckable: uncheckableFrom === Infinity ? [] : [[uncheckableFrom, view.inputEnd(src.length - 1)]] };
