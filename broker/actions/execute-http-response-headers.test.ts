@@ -1,15 +1,9 @@
 import { constants, inflateRawSync } from 'node:zlib';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  canary,
-  canaryLeaks,
-  localRouteConfig,
-  openHttpActionHarness,
-  type HttpActionHarness,
-} from '../testing/http-action-harness.js';
+import { describe, expect, it } from 'vitest';
+import { canary, canaryLeaks, localRouteConfig, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
 import { expressEtag, startHeaderOracleRemote, type HeaderOracleRemote } from '../testing/header-oracle-remote.js';
-import { abandonBlockedHeads } from '../testing/queue-waits.js';
+import { harnessWithRemote } from '../testing/harness-with-remote.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 
 /**
@@ -20,18 +14,7 @@ import { secretParts, secretScrubber } from './secret-scrubber.js';
  */
 let h: HttpActionHarness;
 let remote: HeaderOracleRemote;
-
-beforeAll(async () => {
-  h = await openHttpActionHarness();
-  remote = await startHeaderOracleRemote();
-});
-afterEach(async () => {
-  await abandonBlockedHeads(h.queue);
-});
-afterAll(async () => {
-  await remote.close();
-  await h.dispose();
-});
+harnessWithRemote(startHeaderOracleRemote, (opened) => ({ h, remote } = opened));
 
 const config = () => localRouteConfig(remote.port);
 const run = (path: string, method = 'GET', query?: Record<string, string>) =>

@@ -1,13 +1,7 @@
 import { brotliDecompressSync, constants } from 'node:zlib';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  canary,
-  canaryLeaks,
-  localRouteConfig,
-  openHttpActionHarness,
-  type HttpActionHarness,
-} from '../testing/http-action-harness.js';
-import { abandonBlockedHeads } from '../testing/queue-waits.js';
+import { describe, expect, it } from 'vitest';
+import { canary, canaryLeaks, localRouteConfig, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { harnessWithRemote } from '../testing/harness-with-remote.js';
 import { ReflectingRemote, type ReflectMode } from '../testing/reflecting-remote.js';
 
 /**
@@ -16,18 +10,10 @@ import { ReflectingRemote, type ReflectMode } from '../testing/reflecting-remote
  */
 let h: HttpActionHarness;
 let remote: ReflectingRemote;
-
-beforeAll(async () => {
-  h = await openHttpActionHarness();
-  remote = await ReflectingRemote.start();
-});
-afterEach(async () => {
-  await abandonBlockedHeads(h.queue);
-});
-afterAll(async () => {
-  await remote.close();
-  await h.dispose();
-});
+harnessWithRemote(
+  () => ReflectingRemote.start(),
+  (opened) => ({ h, remote } = opened),
+);
 
 /** The reflecting remote at its root (it routes no `/api`). */
 const config = () => localRouteConfig(remote.port, '', { basePath: '' });
