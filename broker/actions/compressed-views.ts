@@ -613,8 +613,8 @@ interface LongestDecodableOptions {
 /**
  * longestDecodable's answers for short inputs (at most `memoInputBytesMax`), by format, options, output bound and
  * bytes, with the budget their calls took: a pure function of those while no stored block is mended, and most short
- * data tried is the same from answer to answer (see `decodeOnceMemo`). One lookup stands for the ~2 decoder calls and
- * their memo lookups a start makes (a probe, the whole, the bisection), which cost ~10 µs a start with every call kept.
+ * data tried is the same from answer to answer (a remote's words, `application/json`, a date: every place in a run is
+ * tried). One lookup stands for the ~2 decoder calls a start makes (a probe, the whole, the bisection).
  */
 const outcomeMemo = new Map<
   string,
@@ -721,12 +721,12 @@ function chunkSizeFor(inputBytes: number): number | undefined {
 }
 
 /**
- * Short inputs whose decoder answers are kept (`decodeOnce`), by format, output bound and bytes: a decoder call is a
- * pure function of those, and most of the short data tried is the same from answer to answer (a remote's words,
- * `application/json`, `true`, a date's year and month: every word of a header or a small JSON body is a short run
- * since compressed parts are looked for in short runs too), each costing a decoder made and thrown away (~15-50 µs).
- * Only answers with at most `memoOutputBytesMax` decoded bytes are kept (most are failures); `memoEntriesMax` bounds
- * the map (~1-2 MiB at most).
+ * Decoder answers (`decodeOnce`) for the short probes of long inputs, by format, output bound and bytes: a decoder
+ * call is a pure function of those, and a long input's probe is its first few bytes, often met again from answer to
+ * answer (a remote's words, `application/json`, a date's year and month: every place in a run is tried), each costing a
+ * decoder made and thrown away (~15-50 µs). An input of at most `memoInputBytesMax` bytes is not kept here: its whole
+ * answer is (`outcomeMemo`), and its calls are made without this map. Only answers with at most `memoOutputBytesMax`
+ * decoded bytes are kept (most are failures); `memoEntriesMax` bounds the map (~1-2 MiB at most).
  */
 const memoInputBytesMax = 64;
 const memoOutputBytesMax = 256;
