@@ -740,17 +740,20 @@ describe('what a short start decodes to, kept whole (longestDecodable for inputs
   });
 
   it('a start seen before makes no decoder call, and a caller that changes its bytes changes no one else’s', () => {
+    // The noise opens a lone stored block (final, LEN past its end), whose bytes are a place of their own: a few of
+    // them decode as raw deflate, a view of its own too (not the one this test looks at).
     const { view, starts } = piecesView([deflateRawSync('a secret-looking 0123456789abcdef'), idBytes('noise', 24)]);
     const first = inflatedViews(view, starts, inflateBudget(), 4);
-    expect(first.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
+    const decoded = first.views.map((v) => v.bytes.toString());
+    expect(decoded[0]).toEqual('a secret-looking 0123456789abcdef');
     first.views[0]!.bytes.fill(0);
     decoderCalls.length = 0;
     const again = inflatedViews(view, starts, inflateBudget(), 4);
     expect(decoderCalls).toEqual([]);
-    expect(again.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
+    expect(again.views.map((v) => v.bytes.toString())).toEqual(decoded);
     // A kept answer handed out is a copy too.
     again.views[0]!.bytes.fill(0);
     const third = inflatedViews(view, starts, inflateBudget(), 4);
-    expect(third.views.map((v) => v.bytes.toString())).toEqual(['a secret-looking 0123456789abcdef']);
+    expect(third.views.map((v) => v.bytes.toString())[0]).toEqual('a secret-looking 0123456789abcdef');
   });
 });

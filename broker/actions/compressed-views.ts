@@ -12,7 +12,9 @@ import { gzipDataAt, gzipTrailerBytes, zerosEnd } from './gzip-members.js';
 import { runSteps, type Steps } from './sliced-work.js';
 import {
   lenientOutputBytesSteps,
+  lenientShortOutputSteps,
   mendStoredLengthSteps,
+  type ShortOutput,
   zlibExtentSteps,
   type DeflateFormat,
 } from './stored-block-lengths.js';
@@ -36,8 +38,17 @@ import {
  *                   Neither is decoded where it cannot give enough bytes to hold the shortest part, told without a
  *                   decoder call: raw deflate by a walk of its blocks (stored-block-lengths.ts), brotli by reading up
  *                   to its first command (brotli-header.ts: noise breaks its header within a few bytes) and not at
- *                   all on fewer than 9 bytes. What a short start decodes to is kept (`outcomeMemo`), and a start met
- *                   again in one input is free, so the call budget counts distinct places.
+ *                   all on fewer bytes than can give that many (`brotliBytesFor`: 9 for a part, 6 for a short output). What a short start decodes to is kept (`outcomeMemo`), and a start met
+ *                   again in one input is free, so the call budget counts distinct places. Where a lenient decoder
+ *                   reads nothing but a stored block's data (a lone one with a wrong NLEN, not decoded; one zlib
+ *                   stops at, `DecodeTrace.inPlace`; behind a zlib header), that data is bytes of the view as they
+ *                   are, but it starts nowhere data starts: it is a place of its own (`tryPlace`); so is each stored
+ *                   piece's start in a view of stored pieces (`pieceStarts`).
+ *   short outputs:  compressed, a part can be shorter than itself, so a stream around it can be too (raw deflate of
+ *                   raw deflate of a 40-hex token: 38 bytes in the middle). While a view can still be decompressed
+ *                   again, output shorter than a part but at least `headlessBytesMin` long is kept when something
+ *                   could be read out of it (ShortOutputs: an encoding, or compressed data `mayHoldCompressed` finds
+ *                   without a call). Raw deflate's is decoded by the walk itself (lenientShortOutputSteps, no call).
  *   cannot check:   zstd, xz, bzip2 and lz4 frames (node:zlib has no decoder here), a stream that decodes to more than
  *                   its share of the budget or the ratio bound, and anything left once the budget is spent: redacted
  *                   from its first byte to the end of the view — what the broker cannot read it does not hand over.
@@ -198,6 +209,14 @@ export function viewSeams(view: ScanView): Int32Array | undefined {
   return seamsOfViews.get(view);
 }
 
+/**
+ * Whether nothing in `view` is new to look into for compressed data: it has seams, none of them inside it, and it is
+ * not a stream's stored pieces (whose start is a place of its own: see `pieceStarts` in inflatedViewSteps).
+ */
+export function holdsNothingNew(view: ScanView): boolean {
+  return seamsOfViews.get(view)?.length === 0 && !(view instanceof InflatedView);
+}
+
 /** Says where `view` joins bytes that are not next to each other where they came from (see `seamsOfViews`). */
 export function setViewSeams(view: ScanView, seams: Int32Array): void {
   seamsOfViews.set(view, seams);
@@ -256,7 +275,9 @@ function* worthTrying(
   end: number,
   budget: InflateBudget,
 ): Steps<boolean> {
-  if (seams === undefined || format === 'br' || format === 'gzip') return true;
+  if (seams === undefined || format === 'br') return true;
+  // A chain of gzip members may cross a seam further on than its first member reads; with none, none does.
+  if (format === 'gzip') return seams.length > 0;
   return yield* crossesSeam(seams, src, format, opensAt, at, end, budget);
 }
 
@@ -292,8 +313,20 @@ export function inflatedViews(
   starts: ArrayLike<number> | DataStarts,
   budget: InflateBudget,
   outputBytesMin: number,
+  shortOutputs?: ShortOutputs,
 ): Inflation {
-  return runSteps(inflatedViewSteps(view, starts, budget, outputBytesMin));
+  return runSteps(inflatedViewSteps(view, starts, budget, outputBytesMin, shortOutputs));
+}
+
+/**
+ * Outputs shorter than `outputBytesMin` (a part) that are kept too: compressed, a part can be shorter than itself, so
+ * the stream around it can be too (raw deflate of raw deflate of a 40-hex token: 38 bytes in the middle). Kept when at
+ * least `bytesMin` long and something could be read out of them: an encoding (`readable`, the caller's) or compressed
+ * data (`mayHoldCompressed`); what raw deflate of noise gives (a few random bytes) mostly holds neither.
+ */
+export interface ShortOutputs {
+  readonly bytesMin: number;
+  readonly readable: (bytes: Buffer) => boolean;
 }
 
 /**
@@ -305,110 +338,262 @@ export function* inflatedViewSteps(
   dataStarts: ArrayLike<number> | DataStarts,
   budget: InflateBudget,
   outputBytesMin: number,
+  shortOutputs?: ShortOutputs,
 ): Steps<Inflation> {
-  const { at: starts, end: ends } = 'length' in dataStarts ? { at: dataStarts } : dataStarts;
-  const views: ScanView[] = [];
-  const src = view.bytes;
-  /** Starts of gzip members read as part of an earlier member's view (gzipMembers): not read again on their own. */
-  const chained = new Set<number>();
-  const seams = seamsOfViews.get(view);
+  const inflation = new ViewInflation(view, budget, outputBytesMin, shortOutputs);
+  yield* inflation.signatures();
+  yield* inflation.places('length' in dataStarts ? { at: dataStarts } : dataStarts);
+  return inflation.result();
+}
+
+/** One view looked into for compressed data (inflatedViewSteps): the views its streams decode to, what is unchecked. */
+class ViewInflation {
+  private readonly views: ScanView[] = [];
+  private readonly src: Buffer;
+  private readonly seams: Int32Array | undefined;
   /** Decoded, in a view with seams, as zlib reads it (see `seamsOfViews`); elsewhere stored blocks are mended. */
-  const mends = seams === undefined;
-  // What could not be checked runs to the view's end: one range from the earliest (not one per signature: 300k of them).
-  let uncheckableFrom = Infinity;
-  const untilEnd = (at: number): number => (uncheckableFrom = Math.min(uncheckableFrom, view.inputStart(at)));
-  const tryAt = function* (format: Format, at: number, end = src.length, opensAt = at): Steps<void> {
-    if (!(yield* worthTrying(seams, src, format, opensAt, at, end, budget))) return;
+  private readonly mends: boolean;
+  /** Starts of gzip members read as part of an earlier member's view (gzipMembers): not read again on their own. */
+  private readonly chained = new Set<number>();
+  private readonly shortOutputBytesMin: number;
+  /** What could not be checked runs to the view's end: one range from the earliest (not one per signature: 300k). */
+  private uncheckableFrom = Infinity;
+
+  constructor(
+    private readonly view: ScanView,
+    private readonly budget: InflateBudget,
+    private readonly outputBytesMin: number,
+    private readonly shortOutputs: ShortOutputs | undefined,
+  ) {
+    this.src = view.bytes;
+    this.seams = seamsOfViews.get(view);
+    this.mends = this.seams === undefined;
+    this.shortOutputBytesMin = shortOutputs?.bytesMin ?? outputBytesMin;
+  }
+
+  result(): Inflation {
+    const { views, uncheckableFrom, view, src } = this;
+    return {
+      views,
+      uncheckable: uncheckableFrom === Infinity ? [] : [[uncheckableFrom, view.inputEnd(src.length - 1)]],
+    };
+  }
+
+  /** Signatures, found at any offset: gzip, zlib, zip entries; formats that cannot be checked are redacted. */
+  *signatures(): Steps<void> {
+    const src = this.src;
+    /**
+     * Where the deflate data of each gzip start tried begins. Headers whose FNAME (FCOMMENT) fields all run to one
+     * zero byte share one data start: a later one is not tried again. Its decode would be the earlier one's (the same
+     * data to the same end), and its span, from a later header to the same end, lies inside the earlier span: redacted
+     * with it.
+     */
+    const gzipDataTried = new Set<number>();
+    for (const at of signatureStarts(src, gzipMagic)) {
+      const data = gzipDataAt(src, at);
+      if (!this.chained.has(at) && (data === undefined || !gzipDataTried.has(data))) {
+        if (data !== undefined) gzipDataTried.add(data);
+        yield* this.tryAt('gzip', at);
+      }
+      yield;
+    }
+    for (const at of zlibStarts(src)) {
+      // A lone stored block first (not decoded: loneStoredBlock) gives a lenient decoder its bytes, as they lie here.
+      if (loneStoredBlock(src, at + 2, src.length)) {
+        const [data, dataEnd] = storedData(src, at + 2, src.length);
+        if (dataEnd - data >= headlessBytesMin && !looksLikeText(src, data))
+          yield* this.tryPlace(data, dataEnd, false, true, false);
+      } else yield* this.tryAt('zlib', at);
+      yield;
+    }
+    for (const at of signatureStarts(src, zipMagic)) {
+      const data = zipDeflateData(src, at);
+      if (data !== undefined) yield* this.tryAt('raw', data, src.length, at);
+      yield;
+    }
+    for (const magic of undecodableMagics) for (const at of signatureStarts(src, magic)) this.untilEnd(at);
+  }
+
+  /** Raw deflate and brotli where data starts (DataStarts), and at each stored piece's start (`pieceStarts`). */
+  *places({ at: starts, end: ends }: DataStarts): Steps<void> {
+    const { src, seams } = this;
+    // Where each stored piece starts in a view that joins them (0 and each seam): its bytes lie as they are in the view
+    // the stream was found in, but start nowhere data starts there, so raw deflate and brotli were not tried at them.
+    const pieceStarts = this.view instanceof InflatedView && seams !== undefined ? new Set([0, ...seams]) : undefined;
+    for (let i = 0; i < starts.length; i++) {
+      const at = starts[i]!;
+      const end = ends?.[i] ?? (i + 1 < starts.length ? starts[i + 1]! : src.length);
+      // Not the part's own length: compressed, a part can take fewer bytes than it has (see `headlessBytesMin`).
+      if (end - at < headlessBytesMin || looksLikeText(src, at)) continue;
+      // In a view with seams, a run that crosses none was tried where it lies whole (see `seamsOfViews`).
+      if (seams !== undefined && !pieceStarts?.has(at) && !seamBetween(seams, at, end)) continue;
+      yield* this.tryPlace(at, end, pieceStarts?.has(at) === true);
+      yield;
+    }
+    for (const at of pieceStarts ?? []) {
+      if (at === 0 || src.length - at < headlessBytesMin || looksLikeText(src, at)) continue;
+      yield* this.tryPlace(at, src.length, true);
+      yield;
+    }
+  }
+
+  private untilEnd(at: number): void {
+    this.uncheckableFrom = Math.min(this.uncheckableFrom, this.view.inputStart(at));
+  }
+
+  /** Whether an output shorter than a part is worth a view (see ShortOutputs). */
+  private *worthKeeping(bytes: Buffer): Steps<boolean> {
+    if (bytes.length >= this.outputBytesMin) return true;
+    if (bytes.length < this.shortOutputBytesMin) return false;
+    return this.shortOutputs!.readable(bytes) || (yield* mayHoldCompressed(bytes, this.outputBytesMin, this.budget));
+  }
+
+  /**
+   * A stream of `format` from `at` (to `end`), its header or zip entry opened at `opensAt`. `anyway`: a place whose
+   * stream is new in a view with seams whether it crosses one or not (`pieceStarts`).
+   */
+  private *tryAt(
+    format: Format,
+    at: number,
+    end = this.src.length,
+    opensAt = at,
+    anyway = false,
+    mendsHere = this.mends || anyway,
+  ): Steps<void> {
+    const { src, seams, budget, view } = this;
+    if (!anyway && !(yield* worthTrying(seams, src, format, opensAt, at, end, budget))) return;
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
     // Past the walk budget a stream that starts with a stored block zlib refuses could not be mended: not tried.
-    if (
-      budget.walkUnitsLeft <= 0 &&
-      format !== 'br' &&
-      storedLengthsDisagree(src, firstBlockAt(format, src, at), end)
-    ) {
-      untilEnd(at);
-      return;
-    }
+    if (budget.walkUnitsLeft <= 0 && format !== 'br' && storedLengthsDisagree(src, firstBlockAt(format, src, at), end))
+      return this.untilEnd(at);
+    const trace: DecodeTrace = { mended: false };
     const decoded =
       budget.callsLeft <= 0 || budget.bytesLeft <= 0 || budget.inputBytesLeft <= 0
         ? 'too_large'
         : format === 'gzip'
-          ? yield* gzipMembers(src, at, end, maxOutput, budget, chained, mends)
-          : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget, { mends });
+          ? yield* gzipMembers(src, at, end, maxOutput, budget, this.chained, this.mends)
+          : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget, { mends: mendsHere }, trace);
+    // One stored block's bytes, as they lie in this view: where they start is a place of its own (see `tryPlace`).
+    if (trace.inPlace !== undefined) {
+      const [from, to] = trace.inPlace;
+      if (to - from >= headlessBytesMin && !looksLikeText(src, at + from))
+        yield* this.tryPlace(at + from, at + to, anyway, true, false);
+      return;
+    }
     if (decoded === 'too_large' || decoded === 'unchecked') {
       // A stream refused as too large was decoded up to its bound first: that work is charged like output kept, so a
       // body of many bombs spends the budget once (then what is left is redacted unread), not the bound per stream.
       // One left unchecked past the walk budget was decoded by zlib up to its stored block (its output, up to the
       // bound, thrown away with the error): charged the same, so many such streams cannot each decode a bomb again.
       budget.bytesLeft -= maxOutput;
-      untilEnd(at);
-      return;
+      return this.untilEnd(at);
     }
-    if (decoded === undefined || decoded.bytes.length < outputBytesMin) return;
-    if (seams !== undefined && format === 'br' && !seamBetween(seams, opensAt, at + decoded.consumed)) return;
+    if (decoded === undefined || decoded.bytes.length < this.shortOutputBytesMin) return;
+    if (decoded.pieceEnds === undefined && !(yield* this.worthKeeping(decoded.bytes))) return;
+    if (!anyway && seams !== undefined && format === 'br' && !seamBetween(seams, opensAt, at + decoded.consumed))
+      return;
     budget.bytesLeft -= decoded.bytes.length;
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
     const inflated = new InflatedView(decoded.bytes, view.depth, span[0], span[1]);
     if (decoded.pieceEnds !== undefined) {
       const joins = seamsWithin(decoded.pieceEnds, decoded.bytes.length);
       // Past `seamsMax` the stream is redacted whole, its view searched but not looked into (see `seamsMax`).
-      if (joins.length > seamsMax) untilEnd(at);
+      if (joins.length > seamsMax) this.untilEnd(at);
       seamsOfViews.set(inflated, joins.length > seamsMax ? new Int32Array(0) : joins);
     }
-    views.push(inflated);
-  };
+    this.views.push(inflated);
+  }
+
+  /** A view of raw deflate's output shorter than a part (ShortOutputs), decoded by the walk at `at`. */
+  private *short(output: ShortOutput, at: number): Steps<void> {
+    const { budget, view } = this;
+    if (this.seams !== undefined || output.bytes.length > budget.bytesLeft) return;
+    if (!(yield* this.worthKeeping(output.bytes))) return;
+    budget.bytesLeft -= output.bytes.length;
+    const last = at + Math.max(1, output.consumed) - 1;
+    this.views.push(new InflatedView(Buffer.from(output.bytes), view.depth, view.inputStart(at), view.inputEnd(last)));
+  }
+
   /**
-   * Where the deflate data of each gzip start tried begins. Headers whose FNAME (FCOMMENT) fields all run to one zero
-   * byte share one data start: a later one is not tried again. Its decode would be the earlier one's (the same data to
-   * the same end), and its span, from a later header to the same end, lies inside the earlier span: redacted with it.
+   * Raw deflate and brotli from `at` to `end`, a place where data starts. A stream a lenient decoder reads nothing of
+   * but one stored block's data (a lone stored block whose NLEN is wrong, not decoded: loneStoredBlock; or one zlib
+   * stops at, `DecodeTrace.inPlace`) gives the agent bytes that lie in this view as they are, so they were searched,
+   * and signatures in them found; but they start nowhere data starts, so where they start is a place of its own (raw
+   * deflate inside such a block: the agent decodes it twice). `stored`: the place is such data (decoded as zlib reads
+   * it, not mended); `brotli`: tried there too (not where a signature or a stream led to the block: noise opens many
+   * such blocks, and brotli of noise often decodes to the whole of it).
    */
-  const gzipDataTried = new Set<number>();
-  for (const at of signatureStarts(src, gzipMagic)) {
-    const data = gzipDataAt(src, at);
-    if (!chained.has(at) && (data === undefined || !gzipDataTried.has(data))) {
-      if (data !== undefined) gzipDataTried.add(data);
-      yield* tryAt('gzip', at);
+  private *tryPlace(at: number, end: number, anyway: boolean, stored = false, brotli = true): Steps<void> {
+    const { src, budget, outputBytesMin, shortOutputBytesMin } = this;
+    for (;;) {
+      // A run is decoded on its own, as the agent would decode it; what gives fewer bytes than a part, by the walk.
+      const raw = yield* rawMayHold(src, at, end, budget, outputBytesMin, shortOutputBytesMin);
+      if (raw === true) yield* this.tryAt('raw', at, end, at, anyway, !stored && (this.mends || anyway));
+      else if (raw !== false) yield* this.short(raw, at);
+      // Brotli is read up to its first command first (brotli-header.ts): noise stops before it, with no call.
+      const brotliBytes = shortOutputBytesMin;
+      if (brotli && end - at >= brotliBytesFor(brotliBytes) && brotliMayGive(src.subarray(at, end), brotliBytes))
+        yield* this.tryAt('br', at, end, at, anyway, false);
+      if (!loneStoredBlock(src, at, end)) return;
+      [at, end] = storedData(src, at, end);
+      if (end - at < headlessBytesMin || looksLikeText(src, at)) return;
+      stored = true;
+      yield;
     }
-    yield;
   }
-  for (const at of zlibStarts(src)) {
-    yield* tryAt('zlib', at);
-    yield;
-  }
-  for (const at of signatureStarts(src, zipMagic)) {
-    const data = zipDeflateData(src, at);
-    if (data !== undefined) yield* tryAt('raw', data, src.length, at);
-    yield;
-  }
-  for (const magic of undecodableMagics) for (const at of signatureStarts(src, magic)) untilEnd(at);
-  for (let i = 0; i < starts.length; i++) {
-    const at = starts[i]!;
-    const end = ends?.[i] ?? (i + 1 < starts.length ? starts[i + 1]! : src.length);
-    // Not the part's own length: compressed, a part can take fewer bytes than it has (see `headlessBytesMin`).
-    if (end - at < headlessBytesMin || looksLikeText(src, at)) continue;
-    // In a view with seams, a run that crosses none was tried where it lies whole (see `seamsOfViews`).
-    if (seams !== undefined && !seamBetween(seams, at, end)) continue;
-    // A run is decoded on its own, as the agent would decode it.
-    if (yield* rawMayHold(src, at, end, budget, outputBytesMin)) yield* tryAt('raw', at, end);
-    // Brotli is read up to its first command first (brotli-header.ts): noise stops before it, with no call.
-    if (end - at >= brotliBytesFor(outputBytesMin) && brotliMayGive(src.subarray(at, end), outputBytesMin))
-      yield* tryAt('br', at, end);
-    yield;
-  }
-  return { views, uncheckable: uncheckableFrom === Infinity ? [] : [[uncheckableFrom, view.inputEnd(src.length - 1)]] };
 }
+
+/**
+ * Whether inflatedViewSteps, run on a view of `src` with data starting at its first byte only and `outputBytesMin` for
+ * every output, could find anything in it, told without a decoder call: no when no signature may start in it (gzip,
+ * zip, zlib, the formats that cannot be checked) and neither raw deflate (the lenient walk; a stored block first is
+ * taken as yes) nor brotli (its header) at its start gives that many bytes.
+ */
+function* mayHoldCompressed(src: Buffer, outputBytesMin: number, budget: InflateBudget): Steps<boolean> {
+  if (mayHoldSignature(src)) return true;
+  if (src.length < headlessBytesMin || looksLikeText(src, 0)) return false;
+  if (loneStoredBlock(src, 0, src.length)) return true;
+  if ((yield* rawMayHold(src, 0, src.length, budget, outputBytesMin, outputBytesMin)) !== false) return true;
+  return src.length >= brotliBytesFor(outputBytesMin) && brotliMayGive(src, outputBytesMin);
+}
+
+/** Whether a signature inflatedViewSteps looks for may start somewhere in `src`: its first byte or two, one pass. */
+function mayHoldSignature(src: Buffer): boolean {
+  for (let at = 0; at < src.length; at++) {
+    const b = src[at]!;
+    if (signatureFirstBytes[b] === 1) return true;
+    if ((b & 0x8f) === 0x08 && at + 1 < src.length && (b * 256 + src[at + 1]!) % 31 === 0) return true;
+  }
+  return false;
+}
+
+/** The first bytes of gzip's, zip's and each undecodable format's signature. */
+const signatureFirstBytes = new Uint8Array(256);
 
 /**
  * Whether raw deflate from `at` (to `end`) can decode to `outputBytes` bytes or more: not when its first block type is
  * reserved or it is a lone stored block (`loneStoredBlock`), nor when a walk (lenientOutputBytesSteps, no decoder call,
  * `probeWalkUnitsMax`) says a lenient decoder gets fewer out of it; past the walk budget, assumed so.
  */
-function* rawMayHold(src: Buffer, at: number, end: number, budget: InflateBudget, outputBytes: number): Steps<boolean> {
+function* rawMayHold(
+  src: Buffer,
+  at: number,
+  end: number,
+  budget: InflateBudget,
+  outputBytes: number,
+  shortOutputBytes: number,
+): Steps<boolean | ShortOutput> {
   if (((src[at]! >> 1) & 3) === 3 || loneStoredBlock(src, at, end)) return false;
   const walk = { walkUnitsLeft: budget.probeUnitsLeft };
   const produced = yield* lenientOutputBytesSteps(src.subarray(at, end), walk);
+  // Counted first, then walked again for the bytes only where a short output is kept (most noise gives fewer).
+  const got =
+    produced !== 'unchecked' && produced >= shortOutputBytes && produced < outputBytes
+      ? yield* lenientShortOutputSteps(src.subarray(at, end), walk, outputBytes)
+      : produced;
   budget.probeUnitsLeft = walk.walkUnitsLeft;
-  return produced === 'unchecked' || produced >= outputBytes;
+  if (typeof got === 'object') return got.bytes.length >= shortOutputBytes && got;
+  return got === 'unchecked' || got >= outputBytes;
 }
 
 /**
@@ -421,6 +606,11 @@ function* rawMayHold(src: Buffer, at: number, end: number, budget: InflateBudget
 function loneStoredBlock(src: Buffer, at: number, end: number): boolean {
   if (!storedLengthsDisagree(src, at, end)) return false;
   return (src[at]! & 1) === 1 || at + 5 + src.readUInt16LE(at + 1) >= end;
+}
+
+/** Where the data of the stored block at `at` (bit 0) lies, up to `end`. */
+function storedData(src: Buffer, at: number, end: number): readonly [number, number] {
+  return [at + 5, Math.min(end, at + 5 + src.readUInt16LE(at + 1))];
 }
 
 /** A stored block starts at byte `at` (bit 0) and its LEN and NLEN disagree. */
@@ -495,6 +685,8 @@ const undecodableMagics = [
   Buffer.from([0x04, 0x22, 0x4d, 0x18]),
 ];
 
+for (const magic of [gzipMagic, zipMagic, ...undecodableMagics]) signatureFirstBytes[magic[0]!] = 1;
+
 function signatureStarts(src: Buffer, magic: Buffer): number[] {
   const found: number[] = [];
   for (let at = src.indexOf(magic); at >= 0; at = src.indexOf(magic, at + 1)) found.push(at);
@@ -502,8 +694,8 @@ function signatureStarts(src: Buffer, magic: Buffer): number[] {
 }
 
 /**
- * RFC 1950 headers: CM 8, CINFO <= 7, (CMF*256 + FLG) % 31 == 0, no FDICT; and a first block that is not BTYPE 3 nor
- * a lone stored block with disagreeing lengths.
+ * RFC 1950 headers: CM 8, CINFO <= 7, (CMF*256 + FLG) % 31 == 0, no FDICT; and a first block that is not BTYPE 3 (a
+ * lone stored block with disagreeing lengths is not decoded: its bytes are a place of their own, see tryPlace).
  */
 function zlibStarts(src: Buffer): number[] {
   const found: number[] = [];
@@ -512,8 +704,7 @@ function zlibStarts(src: Buffer): number[] {
     if ((cmf & 0x8f) !== 0x08) continue;
     const flg = src[at + 1]!;
     if ((cmf * 256 + flg) % 31 !== 0 || (flg & 0x20) !== 0) continue;
-    // A stored first block says its length twice (LEN, then its one's complement): noise almost never does.
-    if (((src[at + 2]! >> 1) & 3) !== 3 && !loneStoredBlock(src, at + 2, src.length)) found.push(at);
+    if (((src[at + 2]! >> 1) & 3) !== 3) found.push(at);
   }
   return found;
 }
@@ -567,8 +758,10 @@ function* longestDecodable(
   maxOutput: number,
   budget: InflateBudget,
   options: LongestDecodableOptions = {},
+  trace: DecodeTrace = { mended: false },
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
-  if (input.length > memoInputBytesMax) return yield* longestDecodableUnkept(format, input, maxOutput, budget, options);
+  if (input.length > memoInputBytesMax)
+    return yield* longestDecodableUnkept(format, input, maxOutput, budget, options, trace);
   const key = `${format}${options.memberData === true ? 'm' : ''}${options.mends === false ? 'n' : ''}:${maxOutput}:${input.toString('latin1')}`;
   // A copy: whoever reads a decoded answer may keep its bytes.
   const copy = (decoded: Decoded | undefined): Decoded | undefined =>
@@ -584,7 +777,6 @@ function* longestDecodable(
     return copy(kept.decoded);
   }
   const [callsLeft, inputBytesLeft] = [budget.callsLeft, budget.inputBytesLeft];
-  const trace = { mended: false };
   const got = yield* longestDecodableUnkept(format, input, maxOutput, budget, options, trace);
   // Kept only when the calls alone decided it: no stored block mended (the walk has a budget of its own), no budget run
   // out ('too_large'), and not too many decoded bytes to keep.
@@ -610,6 +802,12 @@ interface LongestDecodableOptions {
   readonly mends?: boolean;
 }
 
+/** What a decode met: a stored block mended; a lenient decoder reads nothing but one stored block's data, there. */
+interface DecodeTrace {
+  mended: boolean;
+  inPlace?: readonly [at: number, end: number];
+}
+
 /**
  * longestDecodable's answers for short inputs (at most `memoInputBytesMax`), by format, options, output bound and
  * bytes, with the budget their calls took: a pure function of those while no stored block is mended, and most short
@@ -627,7 +825,7 @@ function* longestDecodableUnkept(
   maxOutput: number,
   budget: InflateBudget,
   { memberData = false, mends = true }: LongestDecodableOptions,
-  trace: { mended: boolean } = { mended: false },
+  trace: DecodeTrace = { mended: false },
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
   let pieceEnds: Uint32Array | undefined;
@@ -652,6 +850,10 @@ function* longestDecodableUnkept(
     trace.mended = true;
     const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData);
     if (typeof copy !== 'object') return copy ?? false;
+    if ('inPlace' in copy) {
+      trace.inPlace = copy.inPlace;
+      return 'in_place';
+    }
     src = copy.copy;
     if (copy.huffmanBytes === 0) pieceEnds = copy.pieceEnds;
     return true;
@@ -665,7 +867,8 @@ function* longestDecodableUnkept(
     let head = attempt(probeBytesFirst);
     const mend = yield* mended(head);
     if (mend === 'unchecked') return mend;
-    // Nothing but one stored block's bytes, searched where they lie: no prefix holds more (noise opens many such).
+    // Nothing but one stored block's bytes, searched where they lie (`trace.inPlace`): no prefix holds more (noise
+    // opens many such).
     if (mend === 'in_place') return undefined;
     if (mend) head = attempt(probeBytesFirst);
     if (!isDecoded(head)) return head === 'too_large' ? head : undefined;

@@ -1,6 +1,7 @@
 import type { SecretMaterial } from '../ports/index.js';
 import {
   headlessBytesMin,
+  holdsNothingNew,
   inflateBudget,
   inflatedViewSteps,
   inflationsMax,
@@ -42,7 +43,9 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *                  decoded too, cut at each '=' (`key=<base64>`), at their first symbol, every one of them (every
  *                  word of prose is one: a start met again in one input costs nothing, and raw deflate is walked
  *                  before it is decoded), and looked into for compressed data only; so is a view shorter than the
- *                  shortest part. Decompression is not counted as a layer (at most
+ *                  shortest part, and so is what a first decompression gives that is shorter than a part (raw
+ *                  deflate of raw deflate of a 40-hex token: 38 bytes in the middle) when something could be read
+ *                  out of it (`ShortOutputs`). Decompression is not counted as a layer (at most
  *                  `inflationsMax` of them on one path); what cannot be decoded within the bounds, or is a
  *                  format node:zlib lacks (zstd, xz, bzip2, lz4), is redacted from its start to the end of the view.
  *
@@ -54,9 +57,10 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * raw deflate or brotli whose first bytes read as text (fixed-Huffman deflate of digits can: it is not tried there),
  * behind a prefix inside binary data (no signature to find it by), or behind symbols glued before a short run (on the
  * same line: after a line break or a '=' inside a run is a place of its own, `hello\n<base64>`); past the call budget
- * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; compressed data inside
- * compressed data whose middle stream decodes to fewer bytes than the shortest part (deflate of deflate of a 40-hex
- * token: the inner stream is 38 bytes, and output shorter than a part is not looked into); a preset zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
+ * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; brotli inside a stored block
+ * that a lenient decoder reaches other than where data starts (behind a zlib header, after empty blocks: raw deflate is
+ * tried there, brotli only in a block that starts where data starts, or between stored pieces); a preset zlib
+ * dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
  * encodings; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
  * `partBytesMin` are not searched: they would redact at random.
  *
@@ -1127,12 +1131,21 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding.
     if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
     // A view whose seams are none holds no compressed data that was not looked for where it lies whole.
-    if (seams?.length === 0) continue;
+    if (holdsNothingNew(view)) continue;
     const starts = view instanceof RunView ? { at: view.dataAt, end: view.dataEnd } : [0];
-    const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
+    // Output shorter than a part is kept while it can still be looked into for compressed data: compressed, a part
+    // can be shorter than itself, so the stream around it too (raw deflate of raw deflate of a 40-hex token: 38 bytes).
+    const shortBytesMin = level + 1 < inflationsMax ? headlessBytesMin : plan.needleBytesMin;
+    const short = { bytesMin: shortBytesMin, readable: holdsEncodings };
+    const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin, short);
     for (const range of inflated.uncheckable) found.push(range);
-    for (const child of inflated.views) inflations.set(child, level + 1);
-    for (const child of inflated.views) queue.push(child);
+    for (const child of inflated.views) {
+      // Output shorter than a part that holds nothing an escape or a run is read from is only looked into for
+      // compressed data, as a short run is.
+      if (child.bytes.length < plan.needleBytesMin && !holdsEncodings(child.bytes)) shortRunViews.add(child);
+      inflations.set(child, level + 1);
+      queue.push(child);
+    }
   }
   return mergeRanges(found);
 }
@@ -1161,6 +1174,25 @@ function escapeSeams(child: EscapeView, seams: Int32Array): Int32Array {
   }
   return Int32Array.from(out);
 }
+
+/**
+ * Bytes an escape view, a decimal array or a run view could be decoded from: an escape's or a form's trigger (`%`,
+ * `\`, `&`, `+`), a comma, or `shortRunSymbolsMin.base64` symbols of the base64 alphabets (hex's is inside it) in a
+ * row, '=' and line breaks read past as runs read them.
+ */
+function holdsEncodings(bytes: Buffer): boolean {
+  let run = 0;
+  for (const b of bytes) {
+    if (b === 0x25 || b === 0x5c || b === 0x26 || b === 0x2b || b === 0x2c) return true;
+    run = runByte[b] === 1 ? run + 1 : 0;
+    if (run >= shortRunSymbolsMin.base64) return true;
+  }
+  return false;
+}
+
+const runByte = Uint8Array.from({ length: 256 }, (_, b) =>
+  /[A-Za-z0-9/_\-=\r\n]/.test(String.fromCharCode(b)) ? 1 : 0,
+);
 
 /** Escape views whose escapes stand for bytes (percent, form): compressed data can hide behind them. */
 const byteEscapeViews = new WeakSet<View>();

@@ -3,7 +3,12 @@ import { constants, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { lenientInflate } from '../testing/lenient-inflate.js';
 import { runSteps } from './sliced-work.js';
-import { lenientOutputBytesSteps, mendStoredLengthSteps, mendStoredLengths } from './stored-block-lengths.js';
+import {
+  lenientOutputBytesSteps,
+  lenientShortOutputSteps,
+  mendStoredLengthSteps,
+  mendStoredLengths,
+} from './stored-block-lengths.js';
 
 /** A stored block (not final) holding `data` whose NLEN is `nlen`. */
 function stored(data: Uint8Array, nlen: number): Buffer {
@@ -148,6 +153,50 @@ describe('lenientOutputBytesSteps', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  // Output shorter than a part is kept without a decoder call when compressed data may lie inside it (the scrubber's
+  // compressed-views.ts: raw deflate of raw deflate of a token): the walk's bytes must be what a decoder gives.
+  it('lenientShortOutputSteps gives, below its bound, the bytes a lenient decoder gives first, and all zlib gives', () => {
+    fc.assert(
+      fc.property(sent, fc.integer({ min: 1, max: 120 }), (input, below) => {
+        const got = runSteps(lenientShortOutputSteps(input, { walkUnitsLeft: 1 << 20 }, below));
+        if (got === 'unchecked') throw new Error('the walk ran out of a budget it cannot spend here');
+        const count = runSteps(lenientOutputBytesSteps(input, { walkUnitsLeft: 1 << 20 }));
+        if (typeof got === 'number') {
+          // At or past the bound: counted as lenientOutputBytesSteps counts.
+          expect(got).toBe(count);
+          expect(got).toBeGreaterThanOrEqual(below);
+          return;
+        }
+        expect(got.bytes.length).toBeLessThan(below);
+        expect(got.consumed).toBeLessThanOrEqual(input.length);
+        // The walk stops where zlib stops, or later (a wrong NLEN), and nowhere a lenient decoder reads on from
+        // (it may stop sooner than one that reads codes zlib refuses: fflate's length symbols 286 and 287).
+        expect(lenientInflate('raw', input).subarray(0, got.bytes.length).equals(got.bytes)).toBe(true);
+        const mended = mendStoredLengths('raw', input, { walkUnitsLeft: 1 << 20 });
+        for (const bytes of mended instanceof Buffer ? [input, mended] : [input])
+          for (let length = 1; length <= bytes.length; length++) {
+            const zlib = zlibReads(bytes.subarray(0, length)) ?? Buffer.alloc(0);
+            expect(got.bytes.subarray(0, zlib.length).equals(zlib)).toBe(true);
+          }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('lenientShortOutputSteps gives a short stream whole: literals, copies that overlap, stored data cut short', () => {
+    const text = Buffer.from('abcabcabcabcabcab-xyzxyz');
+    for (const level of [1, 9]) {
+      const got = runSteps(lenientShortOutputSteps(deflateRawSync(text, { level }), { walkUnitsLeft: 1 << 20 }, 40));
+      expect(got).toEqual({ bytes: text, consumed: deflateRawSync(text, { level }).length });
+    }
+    // A stored block whose NLEN is wrong and whose data the input holds only 7 bytes of: those 7.
+    const cut = stored(Buffer.from('0123456789'), 0x1234).subarray(0, 12);
+    expect(runSteps(lenientShortOutputSteps(cut, { walkUnitsLeft: 1 << 20 }, 40))).toEqual({
+      bytes: Buffer.from('0123456'),
+      consumed: 12,
+    });
   });
 
   it('counts what a stream gives, so a start that holds a part is decoded', () => {

@@ -40,10 +40,15 @@ export interface Mended {
 /** Units walked between two yields (~0.5-2 ms). */
 const unitsPerStep = 1 << 16;
 
+/** A lenient decoder reads nothing but one stored block's data: input bytes `at` to `end`, as they are. */
+export interface InPlace {
+  readonly inPlace: readonly [at: number, end: number];
+}
+
 /**
  * A copy of `input` with every stored block's NLEN mended, cut where a lenient decoder stops; undefined when no stored
- * block disagrees (zlib already reads what a lenient decoder does); 'in_place' when a lenient decoder reads nothing
- * but one stored block's data (bytes the input holds as they are, and all zlib gave before it stopped too), unless
+ * block disagrees (zlib already reads what a lenient decoder does); InPlace when a lenient decoder reads nothing but
+ * one stored block's data (bytes the input holds as they are, and all zlib gave before it stopped too), unless
  * `inPlace` is false (a gzip member's output joined to the next member's: the copy is returned then too);
  * 'unchecked' when the budget ran out first.
  */
@@ -52,7 +57,7 @@ export function* mendStoredLengthSteps(
   input: Buffer,
   budget: WalkBudget,
   inPlace = true,
-): Steps<Mended | 'in_place' | 'unchecked' | undefined> {
+): Steps<Mended | InPlace | 'unchecked' | undefined> {
   if (budget.walkUnitsLeft <= 0) return 'unchecked';
   const walk = new Walk(input, budget);
   const end = yield* walk.blocks(format === 'raw' ? 0 : 2);
@@ -62,7 +67,10 @@ export function* mendStoredLengthSteps(
   if (!walk.charge()) return 'unchecked';
   // One stored block and nothing else: what a lenient decoder gives is bytes the input holds as they are.
   if (walk.mendCount === 0) return undefined;
-  if (inPlace && walk.huffmanBytes === 0 && walk.storedPieces <= 1) return 'in_place';
+  if (inPlace && walk.huffmanBytes === 0 && walk.storedPieces <= 1) {
+    const at = Math.min(input.length, walk.firstPieceAt);
+    return { inPlace: [at, Math.min(input.length, at + (walk.pieceEnds[0] ?? 0))] };
+  }
   // The copy is cut where the walk stopped, and charged too: 16 copied bytes cost a unit.
   budget.walkUnitsLeft -= cut / 16;
   if (budget.walkUnitsLeft < 0) return 'unchecked';
@@ -109,6 +117,35 @@ export function* lenientOutputBytesSteps(input: Buffer, budget: WalkBudget): Ste
   return walk.producedBytes;
 }
 
+/** What a lenient decoder gets out of raw deflate that gives it fewer bytes than a bound (lenientShortOutputSteps). */
+export interface ShortOutput {
+  readonly bytes: Buffer;
+  /** Bytes of the input read: up to where the walk stopped (rounded up to a byte) or the final block ended. */
+  readonly consumed: number;
+}
+
+/**
+ * What a lenient decoder (NLEN ignored) gets out of `input`, raw deflate from its first byte, when that is fewer than
+ * `bytesBelow` bytes: the bytes themselves, decoded by the walk (literals, copies, stored data as far as `input` holds
+ * it), with no decoder call. A number (no fewer than `bytesBelow`) when it gets at least that many, counted as
+ * lenientOutputBytesSteps counts; 'unchecked' when the budget ran out first.
+ */
+export function* lenientShortOutputSteps(
+  input: Buffer,
+  budget: WalkBudget,
+  bytesBelow: number,
+): Steps<ShortOutput | number | 'unchecked'> {
+  if (budget.walkUnitsLeft <= 0) return 'unchecked';
+  const walk = new Walk(input, budget, false, Buffer.alloc(bytesBelow));
+  const end = yield* walk.blocks(0);
+  if (end === 'unchecked' || !walk.charge()) return 'unchecked';
+  if (walk.producedBytes >= bytesBelow) return walk.producedBytes;
+  return {
+    bytes: walk.out!.subarray(0, walk.outputBytes),
+    consumed: Math.min(input.length, Math.ceil(end.bit / 8)),
+  };
+}
+
 /** mendStoredLengthSteps run at once: the copy, or undefined / 'unchecked' as it says. */
 export function mendStoredLengths(
   format: DeflateFormat,
@@ -116,7 +153,7 @@ export function mendStoredLengths(
   budget: WalkBudget,
 ): Buffer | 'unchecked' | undefined {
   const mended = runSteps(mendStoredLengthSteps(format, input, budget));
-  return typeof mended === 'object' ? mended.copy : mended === 'in_place' ? undefined : mended;
+  return typeof mended !== 'object' ? mended : 'copy' in mended ? mended.copy : undefined;
 }
 
 const lengthBase = Uint16Array.from([
@@ -191,6 +228,9 @@ interface WalkEnd {
   readonly bit: number;
 }
 
+/** A walk's lists start empty and are made when a first entry comes (most walks of noise make none): never written. */
+const noEntries = new Uint32Array(0);
+
 /** A symbol or field could not be read: the input ended (truncated) or the code is not one (invalid). */
 const truncated = -1;
 const invalid = -2;
@@ -224,11 +264,13 @@ class Walk {
   /** Stored blocks that held data, and bytes Huffman blocks produced, over the whole walk. */
   storedPieces = 0;
   huffmanBytes = 0;
+  /** Where the first stored block that held data starts its data in the input (when `storedPieces` > 0). */
+  firstPieceAt = 0;
   /** Bytes stored blocks produced over the whole walk, and where each of the first `storedPieces` ended in them. */
   private storedBytes = 0;
-  pieceEnds = new Uint32Array(16);
+  pieceEnds = noEntries;
   /** The LEN offsets of the stored blocks whose NLEN disagrees: the first `mendCount` entries. */
-  mends = new Uint32Array(16);
+  mends = noEntries;
   mendCount = 0;
 
   /** Bytes the walk's stream produced before it stopped or ended (`blocks`). */
@@ -236,11 +278,21 @@ class Walk {
     return this.produced;
   }
 
+  /** Bytes a decoder gives out of the input: `producedBytes`, less a stored block's LEN past the input's end. */
+  get outputBytes(): number {
+    return this.storedCut ?? this.produced;
+  }
+
+  /** Output bytes when a stored block's data ran past the input's end (its LEN is counted whole in `produced`). */
+  private storedCut: number | undefined;
+
   constructor(
     private readonly src: Buffer,
     private readonly budget: WalkBudget,
     /** Stop at a stored block whose NLEN disagrees, as zlib does (else read on, as a lenient decoder does). */
     private readonly nlenChecked = false,
+    /** When given, the first bytes the stream produces are written here (as many as it holds). */
+    readonly out?: Buffer,
   ) {
     this.endBit = src.length * 8;
   }
@@ -269,6 +321,11 @@ class Walk {
           if (this.nlenChecked) return { stopped: true, bit: start };
           this.mend(lenAt);
         }
+        if (length > 0 && this.storedPieces === 0) this.firstPieceAt = lenAt + 4;
+        const held = Math.max(0, Math.min(length, src.length - (lenAt + 4)));
+        if (this.out !== undefined && this.produced < this.out.length)
+          src.copy(this.out, this.produced, lenAt + 4, lenAt + 4 + held);
+        if (held < length) this.storedCut = this.produced + held;
         this.produced += length;
         if (length > 0) this.piece(length);
         // Stored data is skipped, not read: it costs nothing however long it is.
@@ -290,7 +347,8 @@ class Walk {
 
   /** Reads one block's symbols up to end-of-block; a WalkEnd (or 'unchecked') when it stops inside. */
   private *huffmanData(literal: Code, distance: Code): Steps<WalkEnd | 'unchecked' | undefined> {
-    const { src, endBit } = this;
+    const { src, endBit, out } = this;
+    const outBytes = out?.length ?? 0;
     let bit = this.bit;
     let produced = this.produced;
     let huffmanBytes = 0;
@@ -316,6 +374,7 @@ class Walk {
       const symbol = entry >> 4;
       bit += entry & 15;
       if (symbol < 256) {
+        if (produced < outBytes) out![produced] = symbol;
         produced += 1;
         huffmanBytes += 1;
         continue;
@@ -338,6 +397,8 @@ class Walk {
       bit += distanceBits;
       // zlib refuses a distance past what the stream produced so far ("invalid distance too far back").
       if (reach > produced) return stop(at, invalid);
+      // A copy may overlap what it writes (a distance shorter than its length), byte by byte as a decoder copies.
+      for (let k = produced; k < produced + length && k < outBytes; k++) out![k] = out![k - reach]!;
       produced += length;
       huffmanBytes += length;
       // A length and a distance: two symbols.
@@ -392,7 +453,7 @@ class Walk {
 
   private piece(length: number): void {
     if (this.storedPieces === this.pieceEnds.length) {
-      const grown = new Uint32Array(this.pieceEnds.length * 2);
+      const grown = new Uint32Array(Math.max(16, this.pieceEnds.length * 2));
       grown.set(this.pieceEnds);
       this.pieceEnds = grown;
     }
@@ -402,7 +463,7 @@ class Walk {
 
   private mend(lenAt: number): void {
     if (this.mendCount === this.mends.length) {
-      const grown = new Uint32Array(this.mends.length * 2);
+      const grown = new Uint32Array(Math.max(16, this.mends.length * 2));
       grown.set(this.mends);
       this.mends = grown;
     }
