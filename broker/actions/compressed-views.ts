@@ -32,7 +32,8 @@ import {
  *                   skipped unchecked (FHCRC too), each member's data decoded as raw deflate, trailers unchecked, and
  *                   consecutive members joined into one view.
  *   without one:    raw deflate and brotli, tried where data starts (a view's first byte, each base64/hex run on its
- *                   own, and after each '=' or line break inside a run: `key=<base64>`, `hello\n<base64>`) when
+ *                   own, after each '=' or line break inside a run: `key=<base64>`, `hello\n<base64>`, and in a
+ *                   view of percent escapes each run of escapes after plain bytes: `q=%63%b4…`) when
  *                   those bytes do not look like text: at every such place, runs too short to hold a part as they
  *                   are too (compressed, a part can be shorter than itself), so every id and every word of prose.
  *                   Neither is decoded where it cannot give enough bytes to hold the shortest part, told without a
@@ -458,7 +459,7 @@ class ViewInflation {
     end = this.src.length,
     opensAt = at,
     anyway = false,
-    mendsHere = this.mends || anyway,
+    mendsHere = this.mends,
   ): Steps<void> {
     const { src, seams, budget, view } = this;
     if (!anyway && !(yield* worthTrying(seams, src, format, opensAt, at, end, budget))) return;
@@ -528,7 +529,7 @@ class ViewInflation {
     for (;;) {
       // A run is decoded on its own, as the agent would decode it; what gives fewer bytes than a part, by the walk.
       const raw = yield* rawMayHold(src, at, end, budget, outputBytesMin, shortOutputBytesMin);
-      if (raw === true) yield* this.tryAt('raw', at, end, at, anyway, !stored && (this.mends || anyway));
+      if (raw === true) yield* this.tryAt('raw', at, end, at, anyway, !stored && this.mends);
       else if (raw !== false) yield* this.short(raw, at);
       // Brotli is read up to its first command first (brotli-header.ts): noise stops before it, with no call.
       const brotliBytes = shortOutputBytesMin;

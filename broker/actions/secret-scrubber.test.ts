@@ -520,6 +520,7 @@ describe('forms security review #206 found missed', () => {
   // (compressed-views.ts, tryPlace: elsewhere noise opens too many of them).
   const raw = ['raw deflate', (t: string) => deflateRawSync(t, { level: 9 })] as const;
   const brotli = ['brotli', (t: string) => brotliCompressSync(t)] as const;
+  const inners = [raw, brotli] as const;
   const outers = [
     ['raw deflate', (b: Buffer) => deflateRawSync(b, { level: 9 }), [raw, brotli]],
     ['brotli', (b: Buffer) => brotliCompressSync(b), [raw, brotli]],
@@ -556,6 +557,44 @@ describe('forms security review #206 found missed', () => {
         const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
         expect(out.redacted).toBe(true);
         expect(blobsIn(out.bytes).some((blob) => twiceDecoded(blob, token))).toBe(false);
+      }),
+      { numRuns: 25 },
+    ),
+  );
+
+  // Percent-encoded, compressed data was tried only where the decoded view starts: after `q=` in a query string or a
+  // form it went through (helper-213's review). Each run of escapes after plain bytes is a place of its own now.
+  const behindKey = [
+    ['a query string', (v: string) => `{"next":"https://api.example/items?page=2&q=${v}"}`],
+    ['a form body', (v: string) => `id=7&q=${v}&ok=1`],
+  ] as const;
+  it.each(
+    inners.flatMap(([inner, compress]) => behindKey.map(([where, put]) => [inner, where, compress, put] as const)),
+  )('redacts %s of a hex token, percent-encoded after `q=` in %s', (_inner, _where, compress, put) =>
+    fc.assert(
+      fc.property(hexToken, fc.boolean(), (token, upper) => {
+        const stream = compress(token);
+        fc.pre(!startsLikeText(stream));
+        const body = Buffer.from(put(pctAll(stream, upper)));
+        /** The agent: the value after `q=`, percent-decoded as bytes, decompressed. */
+        const agentGets = (out: Buffer): boolean => {
+          const value = /q=([^&"]*)/.exec(out.toString('latin1'))?.[1] ?? '';
+          const bytes = Buffer.from(
+            value.replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))),
+            'latin1',
+          );
+          return Object.values(streaming).some((decode) => {
+            try {
+              return decode(bytes).includes(token);
+            } catch {
+              return false;
+            }
+          });
+        };
+        expect(agentGets(body)).toBe(true);
+        const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+        expect(out.redacted).toBe(true);
+        expect(agentGets(out.bytes)).toBe(false);
       }),
       { numRuns: 25 },
     ),

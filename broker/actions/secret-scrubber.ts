@@ -1,5 +1,6 @@
 import type { SecretMaterial } from '../ports/index.js';
 import {
+  type DataStarts,
   headlessBytesMin,
   holdsNothingNew,
   inflateBudget,
@@ -37,7 +38,8 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * over the whole buffer given, so a match split across the caller's chunks is found once they are joined.
  *
  *   inflated views compressed streams the remote did not declare (compressed-views.ts): gzip, zlib and zip entries
- *                  wherever their signature is, raw deflate and brotli where non-text data starts, in every view
+ *                  wherever their signature is, raw deflate and brotli where non-text data starts (in a percent
+ *                  view also where each run of escapes starts: `q=%63%b4…`), in every view
  *                  above (so base64 of gzip, gzip of JSON-escaped text...). Compressed, a part can be shorter than
  *                  itself (brotli writes 40 hex digits in ~37 bytes): runs too short to hold a part as they are are
  *                  decoded too, cut at each '=' (`key=<base64>`), at their first symbol, every one of them (every
@@ -1132,7 +1134,12 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
     // A view whose seams are none holds no compressed data that was not looked for where it lies whole.
     if (holdsNothingNew(view)) continue;
-    const starts = view instanceof RunView ? { at: view.dataAt, end: view.dataEnd } : [0];
+    const starts =
+      view instanceof RunView
+        ? { at: view.dataAt, end: view.dataEnd }
+        : view instanceof EscapeView
+          ? escapeRunStarts(view)
+          : [0];
     // Output shorter than a part is kept while it can still be looked into for compressed data: compressed, a part
     // can be shorter than itself, so the stream around it too (raw deflate of raw deflate of a 40-hex token: 38 bytes).
     const shortBytesMin = level + 1 < inflationsMax ? headlessBytesMin : plan.needleBytesMin;
@@ -1192,6 +1199,26 @@ function holdsEncodings(bytes: Buffer): boolean {
 
 const runByte = Uint8Array.from({ length: 256 }, (_, b) =>
   /[A-Za-z0-9/_\-=\r\n]/.test(String.fromCharCode(b)) ? 1 : 0,
+);
+
+/**
+ * Where data starts in a view of escapes: its first byte, and the first byte of each run of escapes that follows a
+ * separator of text (`q=%63%b4…`, `"%1f%8b…`, `/%78%9c…`: the agent percent-decodes the value after it), each to the
+ * view's end (bytes a remote left unescaped may lie inside the stream). Not after any byte: in a megabyte of random
+ * binary ~30 `%XX` decode, and trying each to the end spent the decoded-bytes budget.
+ */
+function escapeRunStarts(view: EscapeView): DataStarts {
+  const { at, plain } = view.pieces;
+  const starts = [0];
+  for (let p = 1; p < at.length; p++)
+    if (plain[p] === 0 && plain[p - 1] === 1 && at[p]! > 0 && separatorByte[view.bytes[at[p]! - 1]!] === 1)
+      starts.push(at[p]!);
+  return { at: starts, end: starts.map(() => view.bytes.length) };
+}
+
+/** Bytes that end a key or a word before a value in text: `=`, `:`, quotes, brackets, `/`, `?`, `&`, `,`, `;`, blanks. */
+const separatorByte = Uint8Array.from({ length: 256 }, (_, b) =>
+  `=:"'([{/?&,; \t\r\n`.includes(String.fromCharCode(b)) ? 1 : 0,
 );
 
 /** Escape views whose escapes stand for bytes (percent, form): compressed data can hide behind them. */
