@@ -149,6 +149,21 @@ describe('a megabyte of signatures, one after another', () => {
   });
 });
 
+describe('percent-encoded values, each a place where data starts', () => {
+  // Each run of escapes after a separator (`q=%63%b4…`) is tried for raw deflate and brotli, up to the next separator
+  // left plain: to the view's end, `=%…` repeated made every place decode the rest of a megabyte (~5 s).
+  it('are decoded up to the end of their own value, not to the end of the view', () => {
+    const head = deflateRawSync(Buffer.alloc(2000, 0x41)).subarray(0, 6);
+    const value = [...head].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+    const body = Buffer.from(Array.from({ length: 400 }, (_, i) => `k${i}=${value}`).join('&'));
+    scrubberCallsFor(body);
+    // The calls on the values themselves (others decode what the values decode to).
+    const onValues = decoderCalls.filter((call) => call.head === head.subarray(0, 5).toString('hex'));
+    expect(onValues.length).toBeGreaterThan(0);
+    expect(Math.max(...onValues.map((call) => call.bytes))).toBeLessThanOrEqual(head.length);
+  });
+});
+
 describe('brotli data too short to decode to a part (brotliBytesFor), not tried', () => {
   const decodedBytes = (input: Buffer): number => {
     try {

@@ -61,7 +61,8 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * same line: after a line break or a '=' inside a run is a place of its own, `hello\n<base64>`); past the call budget
  * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; brotli inside a stored block
  * that a lenient decoder reaches other than where data starts (behind a zlib header, after empty blocks: raw deflate is
- * tried there, brotli only in a block that starts where data starts, or between stored pieces); a preset zlib
+ * tried there, brotli only in a block that starts where data starts, or between stored pieces); percent-encoded
+ * compressed data a remote cuts with a separator it leaves unescaped inside its own value (`q=%63%b4&%…`); a preset zlib
  * dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
  * encodings; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
  * `partBytesMin` are not searched: they would redact at random.
@@ -1202,18 +1203,29 @@ const runByte = Uint8Array.from({ length: 256 }, (_, b) =>
 );
 
 /**
- * Where data starts in a view of escapes: its first byte, and the first byte of each run of escapes that follows a
- * separator of text (`q=%63%b4…`, `"%1f%8b…`, `/%78%9c…`: the agent percent-decodes the value after it), each to the
- * view's end (bytes a remote left unescaped may lie inside the stream). Not after any byte: in a megabyte of random
- * binary ~30 `%XX` decode, and trying each to the end spent the decoded-bytes budget.
+ * Where data starts in a view of escapes: its first byte (to the view's end), and the first byte of each run of
+ * escapes that follows a separator of text (`q=%63%b4…`, `"%1f%8b…`, `/%78%9c…`: the agent percent-decodes the value
+ * after it), to the next separator left plain (`&`, `"`…: bytes a remote left unescaped, letters and digits, may lie
+ * inside the stream; a separator would end the value). Not after any byte, nor each to the view's end: in a megabyte
+ * of random binary ~30 `%XX` decode, and `=%…` repeated made each place decode the rest of the view (~5 s a MiB).
  */
 function escapeRunStarts(view: EscapeView): DataStarts {
   const { at, plain } = view.pieces;
-  const starts = [0];
-  for (let p = 1; p < at.length; p++)
-    if (plain[p] === 0 && plain[p - 1] === 1 && at[p]! > 0 && separatorByte[view.bytes[at[p]! - 1]!] === 1)
-      starts.push(at[p]!);
-  return { at: starts, end: starts.map(() => view.bytes.length) };
+  const bytes = view.bytes;
+  const [starts, ends] = [[0], [bytes.length]];
+  /** The start whose value has not ended yet (its end is the view's until a separator is found). */
+  let open = -1;
+  for (let p = 1; p < at.length; p++) {
+    const from = at[p]!;
+    if (plain[p] === 1) {
+      const to = p + 1 < at.length ? at[p + 1]! : bytes.length;
+      for (let i = from; open >= 0 && i < to; i++) if (separatorByte[bytes[i]!] === 1) [ends[open], open] = [i, -1];
+    } else if (plain[p - 1] === 1 && from > 0 && separatorByte[bytes[from - 1]!] === 1) {
+      open = starts.push(from) - 1;
+      ends.push(bytes.length);
+    }
+  }
+  return { at: starts, end: ends };
 }
 
 /** Bytes that end a key or a word before a value in text: `=`, `:`, quotes, brackets, `/`, `?`, `&`, `,`, `;`, blanks. */
