@@ -66,6 +66,28 @@ describe('brotliMayGive', () => {
     );
   });
 
+  // Without copies (compressed-views.ts: brotli inside a stored block reached other than where data starts), what
+  // uncompressed meta-blocks write is not counted: only a compressed meta-block's commands make it say true.
+  it('without copies, says true where a compressed meta-block may write, false where only uncompressed ones do', () => {
+    fc.assert(
+      fc.property(data, settings, fc.integer({ min: 1, max: 40 }), (plain, [quality, window, mode], bytes) => {
+        const stream = compress(plain, quality, window, mode);
+        // ISLAST, ISLASTEMPTY, MNIBBLES, MLEN-1, ISUNCOMPRESSED after the window bits: whether the first meta-block copies.
+        const copied = brotliMayGive(stream, bytes) && !brotliMayGive(stream, bytes, false);
+        if (copied) expect(brotliDecompressSync(stream).equals(plain)).toBe(true);
+        // A stream of uncompressed meta-blocks only is its input's bytes between headers: none of them says true.
+        if (!brotliMayGive(stream, 1, false))
+          expect(stream.includes(plain.subarray(0, Math.min(plain.length, 16)))).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+    const token = Buffer.from('0123456789abcdef0123456789abcdef01234567');
+    expect(brotliMayGive(brotliCompressSync(token), 40, false)).toBe(true);
+    const noise = Buffer.from(createHash('sha512').update('copied').digest());
+    const copiedOnly = brotliCompressSync(noise);
+    expect([brotliMayGive(copiedOnly, 40), brotliMayGive(copiedOnly, 40, false)]).toEqual([true, false]);
+  });
+
   it('never says false where a prefix decodes to that many bytes: those streams with bits flipped, and noise', () => {
     const flipped = fc
       .tuple(data, settings, fc.array(fc.nat(), { minLength: 1, maxLength: 3 }))

@@ -245,9 +245,11 @@ function readCompressedHeader(r: BitReader): void {
 
 /**
  * Whether a brotli decoder may write `outputBytes` bytes or more from `input` (a stream from its first byte): false
- * only when it cannot (see the module comment), true when its commands may.
+ * only when it cannot (see the module comment), true when its commands may. With `copies` false, what uncompressed
+ * meta-blocks write is not counted (they copy input bytes as they lie): true only where a compressed meta-block's
+ * commands may write.
  */
-export function brotliMayGive(input: Buffer, outputBytes: number): boolean {
+export function brotliMayGive(input: Buffer, outputBytes: number, copies = true): boolean {
   const r = new BitReader(input);
   let written = 0;
   try {
@@ -283,7 +285,7 @@ export function brotliMayGive(input: Buffer, outputBytes: number): boolean {
       if (!last && r.read(1) === 1) {
         // Uncompressed: its bytes are written as they come, up to where the input ends.
         if (!r.toByteBoundary()) return written >= outputBytes;
-        written += Math.min(length, r.bytesLeft());
+        if (copies) written += Math.min(length, r.bytesLeft());
         if (written >= outputBytes) return true;
         r.skip(8 * length);
         continue;

@@ -521,10 +521,11 @@ class ViewInflation {
    * stops at, `DecodeTrace.inPlace`) gives the agent bytes that lie in this view as they are, so they were searched,
    * and signatures in them found; but they start nowhere data starts, so where they start is a place of its own (raw
    * deflate inside such a block: the agent decodes it twice). `stored`: the place is such data (decoded as zlib reads
-   * it, not mended); `brotli`: tried there too (not where a signature or a stream led to the block: noise opens many
-   * such blocks, and brotli of noise often decodes to the whole of it).
+   * it, not mended); `copies`: brotli is tried there even where only uncompressed meta-blocks may write (not where a
+   * signature or a stream led to the block: noise opens many such blocks, and brotli's uncompressed meta-blocks copy
+   * the whole of it, which spent the decoded-bytes budget on random binary).
    */
-  private *tryPlace(at: number, end: number, anyway: boolean, stored = false, brotli = true): Steps<void> {
+  private *tryPlace(at: number, end: number, anyway: boolean, stored = false, copies = true): Steps<void> {
     const { src, budget, outputBytesMin, shortOutputBytesMin } = this;
     for (;;) {
       // A run is decoded on its own, as the agent would decode it; what gives fewer bytes than a part, by the walk.
@@ -533,7 +534,7 @@ class ViewInflation {
       else if (raw !== false) yield* this.short(raw, at);
       // Brotli is read up to its first command first (brotli-header.ts): noise stops before it, with no call.
       const brotliBytes = shortOutputBytesMin;
-      if (brotli && end - at >= brotliBytesFor(brotliBytes) && brotliMayGive(src.subarray(at, end), brotliBytes))
+      if (end - at >= brotliBytesFor(brotliBytes) && brotliMayGive(src.subarray(at, end), brotliBytes, copies))
         yield* this.tryAt('br', at, end, at, anyway, false);
       if (!loneStoredBlock(src, at, end)) return;
       [at, end] = storedData(src, at, end);

@@ -59,9 +59,9 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * raw deflate or brotli whose first bytes read as text (fixed-Huffman deflate of digits can: it is not tried there),
  * behind a prefix inside binary data (no signature to find it by), or behind symbols glued before a short run (on the
  * same line: after a line break or a '=' inside a run is a place of its own, `hello\n<base64>`); past the call budget
- * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; brotli inside a stored block
- * that a lenient decoder reaches other than where data starts (behind a zlib header, after empty blocks: raw deflate is
- * tried there, brotli only in a block that starts where data starts, or between stored pieces); percent-encoded
+ * (`inflateCallsMax` distinct places per input) the rest is redacted, not handed over; brotli made of uncompressed
+ * meta-blocks only inside a stored block that a lenient decoder reaches other than where data starts (behind a zlib
+ * header, after empty blocks: there brotli is tried where a compressed meta-block may write); percent-encoded
  * compressed data a remote cuts with a separator it leaves unescaped inside its own value (`q=%63%b4&%…`); a preset zlib
  * dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
  * encodings; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
