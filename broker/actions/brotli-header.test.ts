@@ -70,11 +70,8 @@ describe('brotliMayGive', () => {
   // uncompressed meta-blocks write is not counted: only a compressed meta-block's commands make it say true.
   it('without copies, says true where a compressed meta-block may write, false where only uncompressed ones do', () => {
     fc.assert(
-      fc.property(data, settings, fc.integer({ min: 1, max: 40 }), (plain, [quality, window, mode], bytes) => {
+      fc.property(data, settings, (plain, [quality, window, mode]) => {
         const stream = compress(plain, quality, window, mode);
-        // ISLAST, ISLASTEMPTY, MNIBBLES, MLEN-1, ISUNCOMPRESSED after the window bits: whether the first meta-block copies.
-        const copied = brotliMayGive(stream, bytes) && !brotliMayGive(stream, bytes, false);
-        if (copied) expect(brotliDecompressSync(stream).equals(plain)).toBe(true);
         // A stream of uncompressed meta-blocks only is its input's bytes between headers: none of them says true.
         if (!brotliMayGive(stream, 1, false))
           expect(stream.includes(plain.subarray(0, Math.min(plain.length, 16)))).toBe(true);
