@@ -14,6 +14,7 @@ import {
   lenientOutputBytesSteps,
   lenientShortOutputSteps,
   mendStoredLengthSteps,
+  type Mended,
   type ShortOutput,
   zlibExtentSteps,
   type DeflateFormat,
@@ -59,7 +60,9 @@ import {
  * searched. A decoder more lenient than zlib reads on where zlib stops at a stored block whose NLEN is not LEN's
  * complement (fflate ignores NLEN): when zlib stops there, the stream's stored blocks are mended in a copy
  * (stored-block-lengths.ts) and the copy is decoded, so a secret split across such blocks is seen whole, and so is
- * compressed data split across them (see `seamsOfViews`).
+ * compressed data split across them (see `seamsOfViews`). It also reads on where zlib refuses a dynamic block's
+ * Huffman codes (fflate reads an incomplete code): then the copy is the stream's output as the walk decodes it, as
+ * stored blocks (`lenient_codes`).
  * Everything is bounded per scrub (THREAT-MODEL 4): decoded bytes, the decoded/encoded ratio per stream,
  * decoder calls, the input they consume, decodes of data without a signature, and bytes walked to mend stored blocks.
  */
@@ -130,6 +133,18 @@ const smallInputBytes = 1024;
 const smallChunkBytes = 1024;
 /** zlib's message for a stored block whose NLEN is not LEN's complement (inflate.c). */
 const storedLengthsMessage = 'invalid stored block lengths';
+/**
+ * zlib's messages for a dynamic block's codes it refuses (inflate.c) where a lenient decoder (fflate) may read on: an
+ * incomplete code, a gap in the code lengths' code, a repeat with nothing before it or past the end, no end-of-block
+ * code. An over-subscribed code meets the same messages; the walk tells them apart (Walk.zlibRefuses).
+ */
+const lenientCodesMessages = new Set([
+  'invalid code lengths set',
+  'invalid bit length repeat',
+  'invalid code -- missing end-of-block',
+  'invalid literal/lengths set',
+  'invalid distances set',
+]);
 /** First prefix tried when a whole decode fails (noise mostly fails before it); each next one is 8x longer. */
 const probeBytesFirst = 8;
 
@@ -748,8 +763,10 @@ interface Decoded {
  * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked. No prefix is decoded
  * twice: the longest good one so far is kept, and it is the answer. When zlib stops at a stored block whose lengths
  * disagree, the answer is what a decoder that ignores NLEN gets: the stream with its stored blocks mended (once), or
- * 'unchecked' when the walk that mends them is past its budget; unless `mends` is false (a stream in a view with
- * seams): then it is what zlib gives before that block. `memberData`: `input` is a gzip member's deflate data
+ * 'unchecked' when the walk that mends them is past its budget; when it refuses a dynamic block's codes a lenient
+ * decoder reads (an incomplete code), what that decoder gets: the walk's output re-encoded (mendStoredLengthSteps), its
+ * `consumed` the stream's own extent; unless `mends` is false (a stream in a view with seams): then it is what zlib
+ * gives before that block. `memberData`: `input` is a gzip member's deflate data
  * (gzipMembers): not decoded at its head first (behind a signature it is seldom noise, and the probe would be a second
  * call for each member), and a lone stored block with a wrong NLEN is decoded too (its bytes lie in the view, but
  * joined to the next member's output they may make a secret that does not).
@@ -771,14 +788,21 @@ function* longestDecodable(
   // Met before in this input: already charged.
   if (budget.outcomes.has(key)) return copy(budget.outcomes.get(key));
   const kept = outcomeMemo.get(key);
-  // Charged as the calls it stands for were: with too little budget left they are made, and fail as they did before.
-  if (kept !== undefined && budget.callsLeft >= kept.calls && budget.inputBytesLeft > kept.inputBytes) {
+  // Charged as the calls and the walk it stands for were: with too little budget left they are made, and fail as they
+  // did before.
+  if (
+    kept !== undefined &&
+    budget.callsLeft >= kept.calls &&
+    budget.inputBytesLeft > kept.inputBytes &&
+    (kept.walkUnits === 0 || (budget.walkUnitsLeft > 0 && budget.walkUnitsLeft >= kept.walkUnits))
+  ) {
     budget.callsLeft -= kept.calls;
     budget.inputBytesLeft -= kept.inputBytes;
+    budget.walkUnitsLeft -= kept.walkUnits;
     budget.outcomes.set(key, kept.decoded);
     return copy(kept.decoded);
   }
-  const [callsLeft, inputBytesLeft] = [budget.callsLeft, budget.inputBytesLeft];
+  const [callsLeft, inputBytesLeft, walkUnitsLeft] = [budget.callsLeft, budget.inputBytesLeft, budget.walkUnitsLeft];
   const got = yield* longestDecodableUnkept(format, input, maxOutput, budget, options, trace);
   // Kept only when the calls alone decided it: no stored block mended (the walk has a budget of its own), no budget run
   // out ('too_large'), and not too many decoded bytes to keep.
@@ -793,6 +817,7 @@ function* longestDecodable(
       decoded,
       calls: callsLeft - budget.callsLeft,
       inputBytes: inputBytesLeft - budget.inputBytesLeft,
+      walkUnits: walkUnitsLeft - budget.walkUnitsLeft,
     });
     budget.outcomes.set(key, decoded);
   }
@@ -818,7 +843,13 @@ interface DecodeTrace {
  */
 const outcomeMemo = new Map<
   string,
-  { readonly decoded: Decoded | undefined; readonly calls: number; readonly inputBytes: number }
+  {
+    readonly decoded: Decoded | undefined;
+    readonly calls: number;
+    readonly inputBytes: number;
+    /** Walk units a walk that found nothing to mend took (zlib's code messages: noise meets them often). */
+    readonly walkUnits: number;
+  }
 >();
 
 function* longestDecodableUnkept(
@@ -830,7 +861,8 @@ function* longestDecodableUnkept(
   trace: DecodeTrace = { mended: false },
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
-  let pieceEnds: Uint32Array | undefined;
+  /** The mended copy `src` is, once zlib stopped where a lenient decoder reads on. */
+  let copyOf: Mended | undefined;
   // A decoder call on a long prefix is one step of its own (it can take a while); the short probes most starts make
   // take microseconds, and yielding after each cost more than they do: inflatedViewSteps yields once per start.
   const attempt = (length: number): Attempt => {
@@ -846,21 +878,25 @@ function* longestDecodableUnkept(
     if (isDecoded(got)) budget.inputBytesLeft -= got.consumed;
     return got;
   };
-  /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
+  /** After zlib stopped where a lenient decoder reads on: true when `src` is now the mended copy. */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
-    if (got !== 'stored_lengths' || !mends || format === 'br' || src !== input) return false;
+    if ((got !== 'stored_lengths' && got !== 'lenient_codes') || !mends || format === 'br' || src !== input)
+      return false;
+    // Noise meets zlib's code messages often: its answer is still the calls' alone (kept) when the walk finds nothing.
+    if (got === 'stored_lengths') trace.mended = true;
+    const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData, maxOutput + 1);
+    if (copy === undefined) return false;
     trace.mended = true;
-    const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData);
-    if (typeof copy !== 'object') return copy ?? false;
+    if (copy === 'unchecked') return copy;
     if ('inPlace' in copy) {
       trace.inPlace = copy.inPlace;
       return 'in_place';
     }
     src = copy.copy;
-    if (copy.huffmanBytes === 0) pieceEnds = copy.pieceEnds;
+    copyOf = copy;
     return true;
   };
-  const answer = (decoded: Decoded): Decoded => (pieceEnds === undefined ? decoded : { ...decoded, pieceEnds });
+  const answer = (decoded: Decoded): Decoded => mendedAnswer(decoded, copyOf);
   let good = 0;
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
@@ -909,8 +945,21 @@ function* longestDecodableUnkept(
   return answer(goodDecoded);
 }
 
-/** One decoder call: the output, or why there is none ('stored_lengths': zlib refused a stored block's NLEN). */
-type Attempt = Decoded | 'too_large' | 'stored_lengths' | undefined;
+/**
+ * A decoded answer of a mended copy: where its stored pieces end when only stored blocks gave it, and the stream's own
+ * extent when the copy is re-encoded (Mended.inputBytes: the copy's length says nothing of the input then).
+ */
+function mendedAnswer(decoded: Decoded, copy: Mended | undefined): Decoded {
+  if (copy === undefined) return decoded;
+  const taken = copy.inputBytes === undefined ? decoded : { ...decoded, consumed: copy.inputBytes };
+  return copy.huffmanBytes === 0 ? { ...taken, pieceEnds: copy.pieceEnds } : taken;
+}
+
+/**
+ * One decoder call: the output, or why there is none ('stored_lengths': zlib refused a stored block's NLEN;
+ * 'lenient_codes': a dynamic block's codes, which a lenient decoder may read).
+ */
+type Attempt = Decoded | 'too_large' | 'stored_lengths' | 'lenient_codes' | undefined;
 
 function isDecoded(got: Attempt): got is Decoded {
   return typeof got === 'object';
@@ -990,7 +1039,12 @@ export function decodeOnce(format: Exclude<Format, 'gzip'>, input: Buffer, maxOu
   } catch (error) {
     const { code, message } = error as { code?: string; message?: string };
     if (error instanceof RangeError || code === 'ERR_BUFFER_TOO_LARGE') return 'too_large';
-    return code === 'Z_DATA_ERROR' && message === storedLengthsMessage ? 'stored_lengths' : undefined;
+    if (code !== 'Z_DATA_ERROR' || message === undefined) return undefined;
+    return message === storedLengthsMessage
+      ? 'stored_lengths'
+      : lenientCodesMessages.has(message)
+        ? 'lenient_codes'
+        : undefined;
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
   }

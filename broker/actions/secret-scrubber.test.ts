@@ -4,14 +4,22 @@ import {
   brotliCompressSync,
   brotliDecompressSync,
   constants,
+  crc32,
   deflateRawSync,
   deflateSync,
   gzipSync,
   inflateRawSync,
 } from 'node:zlib';
 import fc from 'fast-check';
+import {
+  Inflate as FflateInflate,
+  gunzipSync as fflateGunzip,
+  inflateSync as fflateInflate,
+  unzlibSync as fflateUnzlib,
+} from 'fflate';
 import { describe, expect, it } from 'vitest';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
+import { incompleteCodeDeflate } from '../testing/incomplete-code-deflate.js';
 import { lenientInflate } from '../testing/lenient-inflate.js';
 import { redactionMarker, scrubBytes, scrubText, secretForms, secretParts, secretScrubber } from './secret-scrubber.js';
 
@@ -717,6 +725,87 @@ describe('forms security review #206 found missed', () => {
       expect(scrubber.scrub(Buffer.from(body)).redacted, body).toBe(false);
     }
     expect(scrubber.scrub(Buffer.from('[7, 57, 102, 51, 97, 300]')).redacted).toBe(true);
+  });
+});
+
+// fflate builds a Huffman code whatever its gaps and decodes every code that is there; zlib refuses an incomplete code
+// ("invalid literal/lengths set"). A remote that compresses the token with such a code (broker/testing/incomplete-code-
+// deflate.ts) gave it to an agent using fflate while the scrubber, which asked zlib, saw nothing.
+describe('a Huffman code zlib refuses and fflate reads', () => {
+  const hexToken = fc.uint8Array({ minLength: 10, maxLength: 40 }).map((b) => Buffer.from(b).toString('hex'));
+  const gzipAround = (deflate: Buffer, output: Buffer): Buffer => {
+    const trailer = Buffer.alloc(8);
+    trailer.writeUInt32LE(crc32(output), 0);
+    trailer.writeUInt32LE(output.length, 4);
+    return Buffer.concat([Buffer.from([0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff]), deflate, trailer]);
+  };
+  const shapes: ReadonlyArray<readonly [string, (token: string) => Buffer]> = [
+    ['raw deflate', (t) => incompleteCodeDeflate(Buffer.from(t))],
+    [
+      'raw deflate after a block zlib reads',
+      (t) =>
+        Buffer.concat([
+          deflateRawSync('{"page":1,"items":', { finishFlush: constants.Z_FULL_FLUSH }),
+          incompleteCodeDeflate(Buffer.from(t)),
+        ]),
+    ],
+    ['zlib', (t) => Buffer.concat([Buffer.from([0x78, 0x01]), incompleteCodeDeflate(Buffer.from(t)), Buffer.alloc(4)])],
+    ['a gzip member', (t) => gzipAround(incompleteCodeDeflate(Buffer.from(t)), Buffer.from(t))],
+    ['raw deflate of raw deflate', (t) => incompleteCodeDeflate(deflateRawSync(t, { level: 9 }))],
+    ['raw deflate inside raw deflate', (t) => deflateRawSync(incompleteCodeDeflate(Buffer.from(t)), { level: 9 })],
+    ['raw deflate without an end-of-block code', (t) => incompleteCodeDeflate(Buffer.from(t), { endOfBlock: false })],
+  ];
+  /** fflate's streaming decoder: what it gives out of input that has not ended (no end-of-block met yet too). */
+  const fflateStreaming = (blob: Uint8Array): Uint8Array => {
+    const chunks: Uint8Array[] = [];
+    new FflateInflate((chunk) => chunks.push(chunk)).push(blob, false);
+    return Buffer.concat(chunks);
+  };
+  /** The agent: each blob it reads out of the answer, decoded by fflate, once or twice (raw deflate inside). */
+  const agentGets = (out: Buffer, token: string): boolean => {
+    const text = out.toString('latin1');
+    const blobs = [
+      out,
+      ...[...text.matchAll(/[A-Za-z0-9+/]{4,}={0,2}/g)].map(([v]) => Buffer.from(v, 'base64')),
+      ...[...text.matchAll(/(?:[0-9a-fA-F]{2}){3,}/g)].map(([v]) => Buffer.from(v, 'hex')),
+    ];
+    const decoded = (blob: Uint8Array): Buffer[] =>
+      [fflateInflate, fflateUnzlib, fflateGunzip, fflateStreaming].flatMap((decode) => {
+        try {
+          return [Buffer.from(decode(blob))];
+        } catch {
+          return [];
+        }
+      });
+    return blobs.some((blob) =>
+      decoded(blob).some((once) => once.includes(token) || decoded(once).some((twice) => twice.includes(token))),
+    );
+  };
+  it.each(shapes)('redacts a hex token in %s, as bytes, base64 or hex', (_name, compress) =>
+    fc.assert(
+      fc.property(hexToken, fc.constantFrom('bytes', 'base64', 'hex'), (token, encoding) => {
+        const stream = compress(token);
+        const body = encoding === 'bytes' ? stream : Buffer.from(JSON.stringify({ data: stream.toString(encoding) }));
+        // The attack is real: fflate gives the token out of what the remote sent.
+        expect(agentGets(body, token)).toBe(true);
+        const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+        expect(out.redacted).toBe(true);
+        expect(agentGets(out.bytes, token)).toBe(false);
+      }),
+      { numRuns: 25 },
+    ),
+  );
+
+  // The copy zlib is given is the stream's output as stored blocks, shorter or longer than the stream: what is redacted
+  // is the stream's own bytes, and what follows it is delivered.
+  it('redacts the stream’s own bytes, whatever the length of what it decodes to', () => {
+    const tail = Buffer.from(' and the rest of the answer');
+    for (const repeats of [1, 3]) {
+      const token = randomBytes(20).toString('hex');
+      const stream = incompleteCodeDeflate(Buffer.from(token.repeat(repeats)));
+      const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(Buffer.concat([stream, tail]));
+      expect(out.bytes.equals(Buffer.concat([Buffer.from(redactionMarker), tail]))).toBe(true);
+    }
   });
 });
 

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
-import { constants, deflateRawSync, inflateRawSync } from 'node:zlib';
+import { constants, deflateRawSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { Inflate as FflateInflate, inflateSync as fflateInflate } from 'fflate';
+import { dynamicBlock, incompleteCodeDeflate, type LengthSymbol } from '../testing/incomplete-code-deflate.js';
 import { lenientInflate } from '../testing/lenient-inflate.js';
 import { runSteps } from './sliced-work.js';
 import {
@@ -21,13 +23,13 @@ function stored(data: Uint8Array, nlen: number): Buffer {
 const finalEmptyStored = Buffer.from([0x01, 0x00, 0x00, 0xff, 0xff]);
 
 describe('mendStoredLengths', () => {
-  it('gives zlib what a decoder that ignores NLEN reads: stored, fixed and dynamic blocks, cut anywhere', () => {
+  it('gives zlib what a lenient decoder reads: stored, fixed, dynamic and incomplete-code blocks, cut anywhere', () => {
     const piece = fc.record({
       data: fc.oneof(
         fc.uint8Array({ maxLength: 60 }),
         fc.string({ maxLength: 200 }).map((t) => Buffer.from(t)),
       ),
-      kind: fc.constantFrom('stored' as const, 'fixed' as const, 'dynamic' as const),
+      kind: fc.constantFrom('stored' as const, 'fixed' as const, 'dynamic' as const, 'incomplete' as const),
       nlen: fc.integer({ min: 0, max: 0xffff }),
       level: fc.integer({ min: 1, max: 9 }),
     });
@@ -37,11 +39,13 @@ describe('mendStoredLengths', () => {
           ...pieces.map(({ data, kind, nlen, level }) =>
             kind === 'stored'
               ? stored(data, nlen)
-              : deflateRawSync(data, {
-                  finishFlush: constants.Z_FULL_FLUSH,
-                  level,
-                  strategy: kind === 'fixed' ? constants.Z_FIXED : constants.Z_DEFAULT_STRATEGY,
-                }),
+              : kind === 'incomplete'
+                ? incompleteCodeDeflate(data, { final: false })
+                : deflateRawSync(data, {
+                    finishFlush: constants.Z_FULL_FLUSH,
+                    level,
+                    strategy: kind === 'fixed' ? constants.Z_FIXED : constants.Z_DEFAULT_STRATEGY,
+                  }),
           ),
           finalEmptyStored,
         ]);
@@ -114,7 +118,7 @@ describe('lenientOutputBytesSteps', () => {
               fc.uint8Array({ maxLength: 40 }),
               fc.string({ maxLength: 80 }).map((t) => Buffer.from(t)),
             ),
-            kind: fc.constantFrom('stored' as const, 'fixed' as const, 'dynamic' as const),
+            kind: fc.constantFrom('stored' as const, 'fixed' as const, 'dynamic' as const, 'incomplete' as const),
             nlen: fc.integer({ min: 0, max: 0xffff }),
           }),
           { minLength: 1, maxLength: 4 },
@@ -127,10 +131,12 @@ describe('lenientOutputBytesSteps', () => {
           ...pieces.map(({ data, kind, nlen }) =>
             kind === 'stored'
               ? stored(data, nlen)
-              : deflateRawSync(data, {
-                  finishFlush: constants.Z_FULL_FLUSH,
-                  strategy: kind === 'fixed' ? constants.Z_FIXED : constants.Z_DEFAULT_STRATEGY,
-                }),
+              : kind === 'incomplete'
+                ? incompleteCodeDeflate(data, { final: false })
+                : deflateRawSync(data, {
+                    finishFlush: constants.Z_FULL_FLUSH,
+                    strategy: kind === 'fixed' ? constants.Z_FIXED : constants.Z_DEFAULT_STRATEGY,
+                  }),
           ),
           finalEmptyStored,
         ]);
@@ -204,5 +210,123 @@ describe('lenientOutputBytesSteps', () => {
     const bound = runSteps(lenientOutputBytesSteps(deflateRawSync(part), { walkUnitsLeft: 1 << 20 }));
     expect(bound).toBe(part.length);
     expect(runSteps(lenientOutputBytesSteps(deflateRawSync(part), { walkUnitsLeft: 0 }))).toBe('unchecked');
+  });
+});
+
+// A Huffman code zlib refuses (incomplete: "invalid literal/lengths set") and fflate reads: no NLEN mended makes zlib read
+// it, so the walk's own output is the copy (stored blocks). A token compressed so went past the scrubber (THREAT-MODEL 1).
+describe('mendStoredLengthSteps on a block whose code is incomplete', () => {
+  const zlibReads = (format: 'raw' | 'zlib', bytes: Buffer): Buffer =>
+    (format === 'raw' ? inflateRawSync : inflateSync)(bytes, { finishFlush: constants.Z_SYNC_FLUSH });
+  const before = fc.array(
+    fc.record({ data: fc.uint8Array({ maxLength: 60 }), fixed: fc.boolean() }).map(({ data, fixed }) =>
+      deflateRawSync(data, {
+        finishFlush: constants.Z_FULL_FLUSH,
+        strategy: fixed ? constants.Z_FIXED : constants.Z_DEFAULT_STRATEGY,
+      }),
+    ),
+    { maxLength: 3 },
+  );
+
+  it('re-encodes the stream: zlib reads from the copy what fflate reads from the stream, and the stream is taken whole', () => {
+    fc.assert(
+      fc.property(before, fc.uint8Array({ minLength: 1, maxLength: 300 }), (blocks, data) => {
+        const stream = Buffer.concat([...blocks, incompleteCodeDeflate(data)]);
+        expect(() => inflateRawSync(stream)).toThrow('invalid literal/lengths set');
+        const agent = Buffer.from(fflateInflate(stream));
+        expect(agent.subarray(agent.length - data.length).equals(Buffer.from(data))).toBe(true);
+        for (const format of ['raw', 'zlib'] as const) {
+          const input = format === 'raw' ? stream : Buffer.concat([Buffer.from([0x78, 0x9c]), stream]);
+          const mended = runSteps(mendStoredLengthSteps(format, input, { walkUnitsLeft: 1 << 20 }));
+          if (typeof mended !== 'object' || !('copy' in mended)) throw new Error(`not re-encoded: ${String(mended)}`);
+          expect(zlibReads(format, mended.copy).equals(agent)).toBe(true);
+          expect(mended.inputBytes).toBe(input.length);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('keeps at most outputBytesMax bytes of the output, and stops at its budget', () => {
+    const data = Buffer.from('0123456789abcdef'.repeat(8));
+    const stream = incompleteCodeDeflate(data);
+    const mended = runSteps(mendStoredLengthSteps('raw', stream, { walkUnitsLeft: 1 << 20 }, true, 10));
+    if (typeof mended !== 'object' || !('copy' in mended)) throw new Error('not re-encoded');
+    expect(zlibReads('raw', mended.copy).equals(data.subarray(0, 10))).toBe(true);
+    expect(runSteps(mendStoredLengthSteps('raw', stream, { walkUnitsLeft: 40 }))).toBe('unchecked');
+  });
+
+  it('counts and gives short outputs of such blocks as fflate reads them, without a decoder call', () => {
+    const data = Buffer.from('short-but-whole');
+    const stream = incompleteCodeDeflate(data);
+    expect(runSteps(lenientOutputBytesSteps(stream, { walkUnitsLeft: 1 << 20 }))).toBe(data.length);
+    expect(runSteps(lenientShortOutputSteps(stream, { walkUnitsLeft: 1 << 20 }, 40))).toEqual({
+      bytes: data,
+      consumed: stream.length,
+    });
+  });
+});
+
+// fflate's other leniencies in a dynamic block's header, each refused by zlib: the walk reads them as fflate does.
+describe('code lengths zlib refuses and fflate reads', () => {
+  /** fflate's streaming decoder: what it gives out of input that has not ended. */
+  const fflateStreaming = (stream: Buffer): Buffer => {
+    const chunks: Uint8Array[] = [];
+    new FflateInflate((chunk) => chunks.push(chunk)).push(stream, false);
+    return Buffer.concat(chunks);
+  };
+  const abc = { 97: 2, 98: 2, 99: 2, 256: 2 };
+  const zeros = (n: number): LengthSymbol[] => Array.from({ length: n }, () => 0);
+  const cases: ReadonlyArray<readonly [string, string, Buffer]> = [
+    [
+      'a repeat of the previous length with none before it (fflate repeats 0)',
+      'invalid bit length repeat',
+      dynamicBlock({
+        literalCodes: 257,
+        distanceCodes: 1,
+        lengthsCode: { 16: 2, 18: 2, 2: 2, 0: 2 },
+        lengths: [[16, 0], [18, 83], 2, 2, 2, [18, 127], [18, 7], 2, 0],
+        literalCode: abc,
+        data: [99, 97, 98, 97, 256],
+      }),
+    ],
+    [
+      'a repeat past the last length (fflate stops at the last)',
+      'invalid bit length repeat',
+      dynamicBlock({
+        literalCodes: 257,
+        distanceCodes: 1,
+        lengthsCode: { 17: 2, 18: 2, 2: 2, 0: 2 },
+        lengths: [[18, 86], 2, 2, 2, [18, 127], [18, 7], 2, [17, 7]],
+        literalCode: abc,
+        data: [99, 97, 98, 97, 256],
+      }),
+    ],
+    [
+      // The code lengths' code has codes 00 and 01 only; the data's first code, 10 ('c'), reads there as its gap.
+      'a gap in the code lengths code (fflate reads lengths of 0 to the end, taking no bits)',
+      'invalid code lengths set',
+      dynamicBlock({
+        literalCodes: 257,
+        distanceCodes: 1,
+        lengthsCode: { 0: 2, 2: 2 },
+        lengths: [...zeros(97), 2, 2, 2, ...zeros(156), 2],
+        literalCode: abc,
+        data: [99, 97, 98, 256],
+      }),
+    ],
+  ];
+  it.each(cases)('%s', (_name, zlibSays, stream) => {
+    const agent = fflateStreaming(stream);
+    expect(agent.length).toBeGreaterThan(2);
+    expect(() => inflateRawSync(stream)).toThrow(zlibSays);
+    const budget = { walkUnitsLeft: 1 << 20 };
+    expect(runSteps(lenientShortOutputSteps(stream, budget, 1 << 16))).toEqual({
+      bytes: agent,
+      consumed: stream.length,
+    });
+    const mended = runSteps(mendStoredLengthSteps('raw', stream, budget));
+    if (typeof mended !== 'object' || !('copy' in mended)) throw new Error('not re-encoded');
+    expect(inflateRawSync(mended.copy, { finishFlush: constants.Z_SYNC_FLUSH }).equals(agent)).toBe(true);
   });
 });

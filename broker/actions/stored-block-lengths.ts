@@ -10,7 +10,9 @@ import { runSteps, type Steps } from './sliced-work.js';
  * Huffman blocks decoded symbol by symbol through lookup tables, without keeping their output) and returns a copy in
  * which every stored block's NLEN is LEN's complement, cut where the walk stopped: zlib then decodes exactly what the
  * lenient decoder reads. The walk refuses nothing zlib accepts (it stops only where zlib stops too, or later), so no
- * block zlib would reach is missed.
+ * block zlib would reach is missed. It also reads a dynamic block whose Huffman codes zlib refuses and fflate reads (an
+ * incomplete code: Walk.zlibRefuses); no NLEN mended makes zlib read that, so the copy is then the output itself, as
+ * stored blocks.
  *
  * Cost (THREAT-MODEL 4): the walk is linear in the symbols it decodes, charged to the caller's budget in units (a
  * symbol, a block header, a lookup-table entry built, 16 bytes copied: each ~5-20 ns), and written as steps
@@ -35,6 +37,12 @@ export interface Mended {
    * bytes that are not next to each other in the input.
    */
   readonly pieceEnds: Uint32Array;
+  /**
+   * When the copy is re-encoded (a block zlib refuses and a lenient decoder reads, Walk.zlibRefuses): the bytes of the
+   * input the stream takes (where the walk stopped or the final block ended). The copy's own length says nothing then:
+   * it is the output, as stored blocks.
+   */
+  readonly inputBytes?: number;
 }
 
 /** Units walked between two yields (~0.5-2 ms). */
@@ -47,16 +55,19 @@ export interface InPlace {
 
 /**
  * A copy of `input` with every stored block's NLEN mended, cut where a lenient decoder stops; undefined when no stored
- * block disagrees (zlib already reads what a lenient decoder does); InPlace when a lenient decoder reads nothing but
- * one stored block's data (bytes the input holds as they are, and all zlib gave before it stopped too), unless
- * `inPlace` is false (a gzip member's output joined to the next member's: the copy is returned then too);
- * 'unchecked' when the budget ran out first.
+ * block disagrees and no block needs a lenient decoder (zlib already reads what a lenient decoder does); InPlace when a
+ * lenient decoder reads nothing but one stored block's data (bytes the input holds as they are, and all zlib gave
+ * before it stopped too), unless `inPlace` is false (a gzip member's output joined to the next member's: the copy is
+ * returned then too); 'unchecked' when the budget ran out first. When a Huffman block zlib refuses is read
+ * (Walk.zlibRefuses: an incomplete code), no NLEN mended makes zlib read it: the copy is then the lenient decoder's
+ * output itself, decoded by the walk (at most `outputBytesMax` bytes), as stored blocks behind the same header.
  */
 export function* mendStoredLengthSteps(
   format: DeflateFormat,
   input: Buffer,
   budget: WalkBudget,
   inPlace = true,
+  outputBytesMax = Number.POSITIVE_INFINITY,
 ): Steps<Mended | InPlace | 'unchecked' | undefined> {
   if (budget.walkUnitsLeft <= 0) return 'unchecked';
   const walk = new Walk(input, budget);
@@ -65,12 +76,13 @@ export function* mendStoredLengthSteps(
   // Where the walk stopped, or where the final block ended (the stream ends there).
   const cut = Math.min(input.length, Math.ceil(end.bit / 8));
   if (!walk.charge()) return 'unchecked';
+  if (walk.mendCount === 0 && !walk.zlibRefuses) return undefined;
   // One stored block and nothing else: what a lenient decoder gives is bytes the input holds as they are.
-  if (walk.mendCount === 0) return undefined;
   if (inPlace && walk.huffmanBytes === 0 && walk.storedPieces <= 1) {
     const at = Math.min(input.length, walk.firstPieceAt);
     return { inPlace: [at, Math.min(input.length, at + (walk.pieceEnds[0] ?? 0))] };
   }
+  if (walk.zlibRefuses) return yield* reencodedSteps(format, input, budget, walk, cut, outputBytesMax);
   // The copy is cut where the walk stopped, and charged too: 16 copied bytes cost a unit.
   budget.walkUnitsLeft -= cut / 16;
   if (budget.walkUnitsLeft < 0) return 'unchecked';
@@ -80,6 +92,51 @@ export function* mendStoredLengthSteps(
     if (lenAt + 4 <= cut) copy.writeUInt16LE(input.readUInt16LE(lenAt) ^ 0xffff, lenAt + 2);
   }
   return { copy, huffmanBytes: walk.huffmanBytes, pieceEnds: walk.pieceEnds.subarray(0, walk.storedPieces) };
+}
+
+/** The maximum data of one stored block (LEN is 16 bits). */
+const storedBlockBytesMax = 0xffff;
+
+/**
+ * mendStoredLengthSteps for a stream with a block zlib refuses: the lenient decoder's output, decoded by a second walk
+ * that keeps it (the first only counted it), as non-final stored blocks behind the zlib header if any, so that zlib's
+ * streaming decode gives exactly that output. The output's bytes are charged like a mended copy's (16 bytes a unit).
+ */
+function* reencodedSteps(
+  format: DeflateFormat,
+  input: Buffer,
+  budget: WalkBudget,
+  counted: Walk,
+  cut: number,
+  outputBytesMax: number,
+): Steps<Mended | 'unchecked' | undefined> {
+  const outputBytes = Math.min(counted.outputBytes, outputBytesMax);
+  if (outputBytes === 0) return undefined;
+  budget.walkUnitsLeft -= outputBytes / 16;
+  if (budget.walkUnitsLeft < 0) return 'unchecked';
+  const walk = new Walk(input, budget, false, Buffer.alloc(outputBytes));
+  const end = yield* walk.blocks(format === 'raw' ? 0 : 2);
+  if (end === 'unchecked' || !walk.charge()) return 'unchecked';
+  const output = walk.out!.subarray(0, Math.min(outputBytes, walk.outputBytes));
+  const header = format === 'zlib' ? input.subarray(0, 2) : Buffer.alloc(0);
+  const blocks = Math.max(1, Math.ceil(output.length / storedBlockBytesMax));
+  const copy = Buffer.alloc(header.length + blocks * 5 + output.length);
+  header.copy(copy);
+  for (let block = 0, at = header.length; block < blocks; block++) {
+    const data = output.subarray(block * storedBlockBytesMax, (block + 1) * storedBlockBytesMax);
+    // BFINAL 0, BTYPE 00, then LEN and NLEN: zlib reads it and waits for more, as for a stream cut where it stopped.
+    copy[at] = 0;
+    copy.writeUInt16LE(data.length, at + 1);
+    copy.writeUInt16LE(data.length ^ 0xffff, at + 3);
+    data.copy(copy, at + 5);
+    at += 5 + data.length;
+  }
+  return {
+    copy,
+    huffmanBytes: counted.huffmanBytes,
+    pieceEnds: counted.pieceEnds.subarray(0, counted.storedPieces),
+    inputBytes: cut,
+  };
 }
 
 /**
@@ -181,6 +238,11 @@ interface Code {
   readonly bits: number;
   /** zlib builds it (inflate_table): not over-subscribed, and complete unless it is one code of one bit. */
   readonly accepted: boolean;
+  /**
+   * A lenient decoder builds it: not over-subscribed (fflate's table for an incomplete code has the same gaps as this
+   * one; an over-subscribed code's it overwrites in an order of its own, not emulated here).
+   */
+  readonly readable: boolean;
 }
 
 function canonicalCode(lengths: Uint8Array, codeLengths = false): Code {
@@ -196,9 +258,10 @@ function canonicalCode(lengths: Uint8Array, codeLengths = false): Code {
   }
   // No code at all is built too (a block without distances); reading from it fails where zlib's does.
   const accepted = longest === 0 || (left >= 0 && (left === 0 || (!codeLengths && longest === 1)));
+  const readable = left >= 0;
   const table = new Int32Array(1 << longest);
   // An over-subscribed code has no table; an incomplete one (the fixed distance code: 30 of 32) has gaps.
-  if (left < 0) return { table, bits: longest, accepted };
+  if (left < 0) return { table, bits: longest, accepted, readable };
   const next = new Uint16Array(16);
   for (let length = 1, code = 0; length < 16; length++) {
     code = (code + count[length - 1]!) << 1;
@@ -212,7 +275,7 @@ function canonicalCode(lengths: Uint8Array, codeLengths = false): Code {
     for (let i = 0; i < length; i++) reversed |= ((code >> i) & 1) << (length - 1 - i);
     for (let index = reversed; index < table.length; index += 1 << length) table[index] = (symbol << 4) | length;
   }
-  return { table, bits: longest, accepted };
+  return { table, bits: longest, accepted, readable };
 }
 
 const fixedLiteral = canonicalCode(
@@ -273,6 +336,15 @@ class Walk {
   mends = noEntries;
   mendCount = 0;
 
+  /**
+   * The walk read a Huffman block zlib refuses to read and a lenient decoder reads (fflate, by its code): a code that
+   * is incomplete but not over-subscribed (its gaps stop the decoder, as zlib's table would have none), a gap in the
+   * code lengths' own code (read as lengths of 0 to the end, no bits taken), a repeat of the previous length with none
+   * before it (0) or past the last length (cut there), no end-of-block code (the block runs to where the data stops).
+   * What zlib gives then is not what the agent's decoder gives: mendStoredLengthSteps re-encodes the output.
+   */
+  zlibRefuses = false;
+
   /** Bytes the walk's stream produced before it stopped or ended (`blocks`). */
   get producedBytes(): number {
     return this.produced;
@@ -289,8 +361,12 @@ class Walk {
   constructor(
     private readonly src: Buffer,
     private readonly budget: WalkBudget,
-    /** Stop at a stored block whose NLEN disagrees, as zlib does (else read on, as a lenient decoder does). */
-    private readonly nlenChecked = false,
+    /**
+     * Read as zlib does: stop at a stored block whose NLEN disagrees and at a Huffman block whose codes zlib refuses.
+     * Else read on as a lenient decoder does (fflate): NLEN ignored, and a block read whose codes are incomplete
+     * (`zlibRefuses`).
+     */
+    private readonly asZlib = false,
     /** When given, the first bytes the stream produces are written here (as many as it holds). */
     readonly out?: Buffer,
   ) {
@@ -318,7 +394,7 @@ class Walk {
         if (lenAt + 4 > src.length) return { stopped: true, bit: this.endBit };
         const length = src[lenAt]! | (src[lenAt + 1]! << 8);
         if ((length ^ (src[lenAt + 2]! | (src[lenAt + 3]! << 8))) !== 0xffff) {
-          if (this.nlenChecked) return { stopped: true, bit: start };
+          if (this.asZlib) return { stopped: true, bit: start };
           this.mend(lenAt);
         }
         if (length > 0 && this.storedPieces === 0) this.firstPieceAt = lenAt + 4;
@@ -425,10 +501,12 @@ class Walk {
       codeLengths[codeLengthOrder[i]!] = length;
     }
     const lengthCode = canonicalCode(codeLengths, true);
-    if (!lengthCode.accepted) return invalid;
+    if (!this.readsAs(lengthCode.accepted, lengthCode.readable)) return invalid;
     const lengths = new Uint8Array(literals + 257 + distances + 1);
     for (let i = 0; i < lengths.length;) {
       const entry = decode(lengthCode, this.src, this.bit, this.endBit);
+      // fflate reads a gap as a length of 0 that takes no bits: the same gap again, so every length left is 0.
+      if (entry === invalid && this.readsAs(false, true)) break;
       if (entry < 0) return entry;
       this.bit += entry & 15;
       const symbol = entry >> 4;
@@ -436,19 +514,33 @@ class Walk {
         lengths[i++] = symbol;
         continue;
       }
-      if (symbol === 16 && i === 0) return invalid;
+      // A repeat with no length before it repeats nothing fflate has: 0.
+      if (symbol === 16 && i === 0 && !this.readsAs(false, true)) return invalid;
       const repeat = symbol === 16 ? this.bits(2) + 3 : symbol === 17 ? this.bits(3) + 3 : this.bits(7) + 11;
       if (repeat < 3) return truncated;
-      if (i + repeat > lengths.length) return invalid;
-      lengths.fill(symbol === 16 ? lengths[i - 1]! : 0, i, i + repeat);
+      if (i + repeat > lengths.length && !this.readsAs(false, true)) return invalid;
+      lengths.fill(symbol === 16 ? (lengths[i - 1] ?? 0) : 0, i, i + repeat);
       i += repeat;
     }
-    if (lengths[256] === 0) return invalid;
+    if (lengths[256] === 0 && !this.readsAs(false, true)) return invalid;
     const literal = canonicalCode(lengths.subarray(0, literals + 257));
     const distance = canonicalCode(lengths.subarray(literals + 257));
     // Every table entry built is a unit, as are the code lengths read.
     this.units += lengths.length + literal.table.length + distance.table.length;
-    return literal.accepted && distance.accepted ? { literal, distance } : invalid;
+    const readable =
+      this.readsAs(literal.accepted, literal.readable) && this.readsAs(distance.accepted, distance.readable);
+    return readable ? { literal, distance } : invalid;
+  }
+
+  /**
+   * Whether this walk reads a structure zlib reads (`accepted`) or only a lenient decoder does (`readable`): zlib's
+   * walk reads only the first, a lenient walk both, noting when it read one zlib refuses.
+   */
+  private readsAs(accepted: boolean, readable: boolean): boolean {
+    if (accepted) return true;
+    if (this.asZlib || !readable) return false;
+    this.zlibRefuses = true;
+    return true;
   }
 
   private piece(length: number): void {

@@ -4,7 +4,7 @@
  * looks at its NLEN (fflate's inflate does the same), and checks no checksum (gzip's header CRC and trailers
  * included). Tests use it to prove that a stream the scrubber must redact really gives a secret to an agent; it shares
  * no code with the scrubber. Length symbols 286 and 287, which zlib refuses, are read as fflate reads them: copies of
- * 260 and 261 bytes (no extra bits). With `zeroPaddedMembers`, gzip members are joined across zero bytes between one
+ * 260 and 261 bytes (no extra bits); incomplete Huffman codes too (dynamicCodes). With `zeroPaddedMembers`, gzip members are joined across zero bytes between one
  * member's trailer and the next member, as Python's gzip.decompress joins them.
  */
 
@@ -50,10 +50,15 @@ function codeMap(lengths: readonly number[]): Map<string, number> {
 const fixedLit = codeMap(Array.from({ length: 288 }, (_, s) => (s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8)));
 const fixedDist = codeMap(new Array<number>(30).fill(5));
 
-/** A dynamic block's two codes (RFC 1951 3.2.7), read with the decoder's own bit and symbol readers. */
+/**
+ * A dynamic block's two codes (RFC 1951 3.2.7), read with the decoder's own bit and symbol readers. An incomplete code
+ * (zlib refuses it) is read as fflate reads it: its gaps stop the decoder when met, and a gap in the code lengths' own
+ * code reads as lengths of 0 to the end, taking no bits (`symbol` answers -1 there, its bits left unread). An
+ * over-subscribed code is read as its canonical construction gives (fflate's table differs there).
+ */
 function dynamicCodes(
   bits: (n: number) => number,
-  symbol: (map: Map<string, number>) => number,
+  symbol: (map: Map<string, number>, gapRead?: boolean) => number,
 ): [Map<string, number>, Map<string, number>] {
   const hlit = bits(5) + 257;
   const hdist = bits(5) + 1;
@@ -63,8 +68,9 @@ function dynamicCodes(
   const clMap = codeMap(cl);
   const lengths: number[] = [];
   while (lengths.length < hlit + hdist) {
-    const s = symbol(clMap);
-    if (s < 16) lengths.push(s);
+    const s = symbol(clMap, true);
+    if (s < 0) lengths.push(...new Array<number>(hlit + hdist - lengths.length).fill(0));
+    else if (s < 16) lengths.push(s);
     else if (s === 16) lengths.push(...new Array<number>(3 + bits(2)).fill(lengths.at(-1) ?? 0));
     else lengths.push(...new Array<number>(s === 17 ? 3 + bits(3) : 11 + bits(7)).fill(0));
   }
@@ -100,14 +106,18 @@ export function lenientInflate(format: LenientFormat, data: Uint8Array, options:
     for (let i = 0; i < n; i++) v |= bit() << i;
     return v;
   };
-  const symbol = (map: Map<string, number>): number => {
+  /** The next symbol of `map`; at a gap (no code matches), End, or with `gapRead` -1 and no bit taken. */
+  const symbol = (map: Map<string, number>, gapRead = false): number => {
+    const at = pos;
     let code = 0;
     for (let l = 1; l < 16; l++) {
       code = (code << 1) | bit();
       const s = map.get(`${l}:${code}`);
       if (s !== undefined) return s;
     }
-    throw new End();
+    if (!gapRead) throw new End();
+    pos = at;
+    return -1;
   };
   const deflate = (): void => {
     const start = out.length;
