@@ -136,7 +136,7 @@ const storedLengthsMessage = 'invalid stored block lengths';
 /**
  * zlib's messages for a dynamic block's codes it refuses (inflate.c) where a lenient decoder (fflate) may read on: an
  * incomplete code, a gap in the code lengths' code, a repeat with nothing before it or past the end, no end-of-block
- * code. An over-subscribed code meets the same messages; the walk tells them apart (Walk.zlibRefuses).
+ * code, more codes than RFC 1951 has symbols. An over-subscribed code meets the same messages; the walk tells them apart (Walk.zlibRefuses).
  */
 const lenientCodesMessages = new Set([
   'invalid code lengths set',
@@ -144,6 +144,7 @@ const lenientCodesMessages = new Set([
   'invalid code -- missing end-of-block',
   'invalid literal/lengths set',
   'invalid distances set',
+  'too many length or distance symbols',
 ]);
 /** First prefix tried when a whole decode fails (noise mostly fails before it); each next one is 8x longer. */
 const probeBytesFirst = 8;
@@ -880,13 +881,16 @@ function* longestDecodableUnkept(
   };
   /** After zlib stopped where a lenient decoder reads on: true when `src` is now the mended copy. */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
-    if ((got !== 'stored_lengths' && got !== 'lenient_codes') || !mends || format === 'br' || src !== input)
-      return false;
+    if ((got !== 'stored_lengths' && got !== 'lenient_codes') || format === 'br' || src !== input) return false;
+    if (got === 'stored_lengths' && !mends) return false;
     // Noise meets zlib's code messages often: its answer is still the calls' alone (kept) when the walk finds nothing.
     if (got === 'stored_lengths') trace.mended = true;
     const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData, maxOutput + 1);
     if (copy === undefined) return false;
     trace.mended = true;
+    // Where NLEN is not mended (`mends` false: a view's stored pieces, a stored block's own data) a code zlib refuses
+    // is still read: only a re-encoded copy is taken there (a walk past its budget leaves zlib's answer, as before).
+    if (!mends && (typeof copy !== 'object' || !('copy' in copy) || copy.inputBytes === undefined)) return false;
     if (copy === 'unchecked') return copy;
     if ('inPlace' in copy) {
       trace.inPlace = copy.inPlace;

@@ -2,7 +2,12 @@ import fc from 'fast-check';
 import { constants, deflateRawSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { Inflate as FflateInflate, inflateSync as fflateInflate } from 'fflate';
-import { dynamicBlock, incompleteCodeDeflate, type LengthSymbol } from '../testing/incomplete-code-deflate.js';
+import {
+  dynamicBlock,
+  incompleteCodeDeflate,
+  tailGapBlock,
+  type LengthSymbol,
+} from '../testing/incomplete-code-deflate.js';
 import { lenientInflate } from '../testing/lenient-inflate.js';
 import { runSteps } from './sliced-work.js';
 import {
@@ -303,6 +308,18 @@ describe('code lengths zlib refuses and fflate reads', () => {
       }),
     ],
     [
+      'more literal/length and distance codes than RFC 1951 has symbols (fflate reads their lengths)',
+      'too many length or distance symbols',
+      dynamicBlock({
+        literalCodes: 288,
+        distanceCodes: 32,
+        lengthsCode: { 0: 1, 2: 1 },
+        lengths: [...zeros(97), 2, 2, 2, ...zeros(156), 2, ...zeros(31 + 32)],
+        literalCode: abc,
+        data: [99, 97, 98, 97, 256],
+      }),
+    ],
+    [
       // The code lengths' code has codes 00 and 01 only; the data's first code, 10 ('c'), reads there as its gap.
       'a gap in the code lengths code (fflate reads lengths of 0 to the end, taking no bits)',
       'invalid code lengths set',
@@ -316,6 +333,17 @@ describe('code lengths zlib refuses and fflate reads', () => {
       }),
     ],
   ];
+  it('reads a gap in the code lengths’ code met in the input’s last bits, past its end as zeros, as fflate does', () => {
+    for (const byte of [1, 48, 97, 127]) {
+      const stream = tailGapBlock(byte);
+      expect(() => inflateRawSync(stream)).toThrow('invalid code lengths set');
+      expect(fflateStreaming(stream)).toEqual(Buffer.from([byte]));
+      expect(runSteps(lenientShortOutputSteps(stream, { walkUnitsLeft: 1 << 20 }, 1 << 16))).toEqual({
+        bytes: Buffer.from([byte]),
+        consumed: stream.length,
+      });
+    }
+  });
   it.each(cases)('%s', (_name, zlibSays, stream) => {
     const agent = fflateStreaming(stream);
     expect(agent.length).toBeGreaterThan(2);
@@ -329,4 +357,23 @@ describe('code lengths zlib refuses and fflate reads', () => {
     if (typeof mended !== 'object' || !('copy' in mended)) throw new Error('not re-encoded');
     expect(inflateRawSync(mended.copy, { finishFlush: constants.Z_SYNC_FLUSH }).equals(agent)).toBe(true);
   });
+});
+
+it('stops the walk where a repeat’s extra bits run past the input, as zlib stops and fflate waits', () => {
+  // A complete code lengths' code (18: '0', 0: '10', 1: '11'), 'a' and 'b' of one bit, then an 18 whose 7 extra bits the
+  // input does not hold: read as 10 zeros (-1 + 11), it let the walk decode the padding as literals no decoder gives.
+  const stream = dynamicBlock({
+    literalCodes: 257,
+    distanceCodes: 1,
+    lengthsCode: { 18: 1, 0: 2, 1: 2 },
+    lengths: [[18, 86], 1, 1, [18, 127], 18],
+    literalCode: {},
+    data: [],
+  });
+  expect(inflateRawSync(stream, { finishFlush: constants.Z_SYNC_FLUSH }).length).toBe(0);
+  const chunks: Uint8Array[] = [];
+  new FflateInflate((chunk) => chunks.push(chunk)).push(stream, false);
+  expect(Buffer.concat(chunks).length).toBe(0);
+  const walked = runSteps(lenientShortOutputSteps(stream, { walkUnitsLeft: 1 << 20 }, 1 << 16));
+  expect(walked).toEqual({ bytes: Buffer.alloc(0), consumed: stream.length });
 });

@@ -340,7 +340,8 @@ class Walk {
    * The walk read a Huffman block zlib refuses to read and a lenient decoder reads (fflate, by its code): a code that
    * is incomplete but not over-subscribed (its gaps stop the decoder, as zlib's table would have none), a gap in the
    * code lengths' own code (read as lengths of 0 to the end, no bits taken), a repeat of the previous length with none
-   * before it (0) or past the last length (cut there), no end-of-block code (the block runs to where the data stops).
+   * before it (0) or past the last length (cut there), no end-of-block code (the block runs to where the data stops),
+   * more than 286 literal/length or 30 distance codes.
    * What zlib gives then is not what the agent's decoder gives: mendStoredLengthSteps re-encodes the output.
    */
   zlibRefuses = false;
@@ -493,7 +494,9 @@ class Walk {
     const distances = this.bits(5);
     const codeLengthCodes = this.bits(4);
     if (codeLengthCodes < 0) return truncated;
-    if (literals + 257 > 286 || distances + 1 > 30) return invalid;
+    // More codes than RFC 1951 has symbols (288 and 32 fit the fields): fflate reads their lengths (a symbol past 285 or
+    // 29 used in the data still stops the walk: fflate's reading of those is not emulated).
+    if ((literals + 257 > 286 || distances + 1 > 30) && !this.readsAs(false, true)) return invalid;
     const codeLengths = new Uint8Array(19);
     for (let i = 0; i < codeLengthCodes + 4; i++) {
       const length = this.bits(3);
@@ -505,8 +508,10 @@ class Walk {
     const lengths = new Uint8Array(literals + 257 + distances + 1);
     for (let i = 0; i < lengths.length;) {
       const entry = decode(lengthCode, this.src, this.bit, this.endBit);
-      // fflate reads a gap as a length of 0 that takes no bits: the same gap again, so every length left is 0.
-      if (entry === invalid && this.readsAs(false, true)) break;
+      // fflate reads a gap as a length of 0 that takes no bits: the same gap again, so every length left is 0. It reads
+      // the bits past the input's end as zeros (as `peek` does), so a gap there is one too, however few bits are left.
+      const gap = entry < 0 && lengthCode.table[peek(this.src, this.bit) & (lengthCode.table.length - 1)] === 0;
+      if (gap && this.readsAs(false, true)) break;
       if (entry < 0) return entry;
       this.bit += entry & 15;
       const symbol = entry >> 4;
@@ -516,8 +521,9 @@ class Walk {
       }
       // A repeat with no length before it repeats nothing fflate has: 0.
       if (symbol === 16 && i === 0 && !this.readsAs(false, true)) return invalid;
-      const repeat = symbol === 16 ? this.bits(2) + 3 : symbol === 17 ? this.bits(3) + 3 : this.bits(7) + 11;
-      if (repeat < 3) return truncated;
+      const extra = this.bits(symbol === 16 ? 2 : symbol === 17 ? 3 : 7);
+      if (extra < 0) return truncated;
+      const repeat = extra + (symbol === 18 ? 11 : 3);
       if (i + repeat > lengths.length && !this.readsAs(false, true)) return invalid;
       lengths.fill(symbol === 16 ? (lengths[i - 1] ?? 0) : 0, i, i + repeat);
       i += repeat;

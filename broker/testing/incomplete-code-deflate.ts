@@ -82,6 +82,25 @@ export function incompleteCodeDeflate(
   });
 }
 
+/**
+ * One final block that gives `byte` (1-127) to fflate's streaming decoder, from its last bits: the code lengths' code
+ * (0: '0', 1: '100', 2: '101') leaves '11' a gap, and the data's one code, `byte`'s '11', is read there first, as that
+ * gap (lengths of 0 to the end, no bits taken), with fewer bits left in the input than the code's longest (3). zlib
+ * refuses the code lengths' code; the block has no end-of-block code. Lengths are sent up to symbol 128, so the data
+ * ends the last byte.
+ */
+export function tailGapBlock(byte: number): Buffer {
+  const literalCode = { 0: 2, [byte]: 2, 128: 1 };
+  return dynamicBlock({
+    literalCodes: 257,
+    distanceCodes: 1,
+    lengthsCode: { 0: 1, 1: 3, 2: 3 },
+    lengths: Array.from({ length: 129 }, (_, symbol) => literalCode[symbol] ?? 0),
+    literalCode,
+    data: [byte],
+  });
+}
+
 /** A canonical code (RFC 1951 3.2.2) from symbol lengths: each symbol's code, most significant bit first. */
 function canonical(lengths: Readonly<Record<number, number>>): Map<number, { code: number; length: number }> {
   const symbols = Object.entries(lengths)
