@@ -11,15 +11,15 @@ import {
   inflateRawSync,
 } from 'node:zlib';
 import fc from 'fast-check';
-import {
-  Inflate as FflateInflate,
-  gunzipSync as fflateGunzip,
-  inflateSync as fflateInflate,
-  unzlibSync as fflateUnzlib,
-} from 'fflate';
+import { gunzipSync as fflateGunzip, inflateSync as fflateInflate, unzlibSync as fflateUnzlib } from 'fflate';
 import { describe, expect, it } from 'vitest';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
-import { dynamicBlock, incompleteCodeDeflate, tailGapBlock } from '../testing/incomplete-code-deflate.js';
+import {
+  dynamicBlock,
+  fflateStreaming,
+  incompleteCodeDeflate,
+  tailGapBlock,
+} from '../testing/incomplete-code-deflate.js';
 import { lenientInflate } from '../testing/lenient-inflate.js';
 import { redactionMarker, scrubBytes, scrubText, secretForms, secretParts, secretScrubber } from './secret-scrubber.js';
 
@@ -805,12 +805,6 @@ describe('a Huffman code zlib refuses and fflate reads', () => {
         ]),
     ],
   ];
-  /** fflate's streaming decoder: what it gives out of input that has not ended (no end-of-block met yet too). */
-  const fflateStreaming = (blob: Uint8Array): Uint8Array => {
-    const chunks: Uint8Array[] = [];
-    new FflateInflate((chunk) => chunks.push(chunk)).push(blob, false);
-    return Buffer.concat(chunks);
-  };
   /** The agent: each blob it reads out of the answer, decoded by fflate, once or twice (raw deflate inside). */
   const agentGets = (out: Buffer, token: string): boolean => {
     const text = out.toString('latin1');

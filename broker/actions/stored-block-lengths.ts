@@ -346,6 +346,9 @@ class Walk {
    */
   zlibRefuses = false;
 
+  /** The header being read met a leniency (readsAs): `zlibRefuses` once its codes are built and read. */
+  private headerLenient = false;
+
   /** Bytes the walk's stream produced before it stopped or ended (`blocks`). */
   get producedBytes(): number {
     return this.produced;
@@ -490,6 +493,7 @@ class Walk {
 
   /** A dynamic block's header (RFC 1951 3.2.7): its two codes, or where it cannot be read. */
   private dynamicCodes(): { literal: Code; distance: Code } | number {
+    this.headerLenient = false;
     const literals = this.bits(5);
     const distances = this.bits(5);
     const codeLengthCodes = this.bits(4);
@@ -535,17 +539,20 @@ class Walk {
     this.units += lengths.length + literal.table.length + distance.table.length;
     const readable =
       this.readsAs(literal.accepted, literal.readable) && this.readsAs(distance.accepted, distance.readable);
-    return readable ? { literal, distance } : invalid;
+    if (!readable) return invalid;
+    // Only a header read whole makes zlib's reading differ: one refused after a leniency stops both where zlib stops.
+    if (this.headerLenient) this.zlibRefuses = true;
+    return { literal, distance };
   }
 
   /**
    * Whether this walk reads a structure zlib reads (`accepted`) or only a lenient decoder does (`readable`): zlib's
-   * walk reads only the first, a lenient walk both, noting when it read one zlib refuses.
+   * walk reads only the first, a lenient walk both, noting when it read one zlib refuses (`headerLenient`).
    */
   private readsAs(accepted: boolean, readable: boolean): boolean {
     if (accepted) return true;
     if (this.asZlib || !readable) return false;
-    this.zlibRefuses = true;
+    this.headerLenient = true;
     return true;
   }
 

@@ -3,6 +3,7 @@
  * 3.2.7) whose codes or code lengths zlib refuses and fflate reads. For tests of the scrubber (THREAT-MODEL 1: the
  * credential compressed, read by the agent's own decoder).
  */
+import { Inflate as FflateInflate } from 'fflate';
 
 /** Code-length symbols as sent: a length (0-15), or a repeat (16, 17, 18) with the value of its extra bits. */
 export type LengthSymbol = number | readonly [repeat: 16 | 17 | 18, extra: number];
@@ -141,4 +142,14 @@ class BitWriter {
     this.out[this.out.length - 1]! |= b << (this.bit % 8);
     this.bit += 1;
   }
+}
+
+/**
+ * fflate's streaming decoder, the agent's in these tests: what it gives out of input that has not ended (no
+ * end-of-block met yet too), where its one-shot inflateSync throws.
+ */
+export function fflateStreaming(stream: Uint8Array): Buffer {
+  const chunks: Uint8Array[] = [];
+  new FflateInflate((chunk) => chunks.push(chunk)).push(stream, false);
+  return Buffer.concat(chunks);
 }
