@@ -378,19 +378,21 @@ function printFsyncs(rows: readonly Traced[] | string): void {
     return;
   }
   console.log(
-    "The WAL's sync in the kernel (strace -T) is the disk's part of a commit's wait; table 6 times the whole wait.",
+    "The WAL's sync in the kernel (strace -T) is the disk's part of a commit's wait; table 6 times the whole wait. " +
+      'WAL pages: the frames the commits wrote (one pwrite64 each, by thread), what a commit costs besides its sync.',
   );
   console.log('');
   console.log(
-    '| path | actions | sync calls | per action | on the event loop | off the loop (threadpool, workers) | by file (per action) | WAL fdatasync in the kernel p50 / p90 ms |',
+    '| path | actions | sync calls | per action | on the event loop | off the loop (threadpool, workers) | by file (per action) | WAL fdatasync in the kernel p50 / p90 ms | WAL pages per action: on the loop / off |',
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |');
   for (const r of rows) {
     const per = (n: number): string => (n / r.actions).toFixed(2);
     const files = [...r.count.byFile].map(([file, n]) => `${file} ${per(n)}`).join(', ');
     const kernel = quantiles(r.count.walSyncMs);
     console.log(
-      `| ${r.path} | ${r.actions} | ${r.count.total} | ${per(r.count.total)} | ${per(r.count.onLoop)} | ${per(r.count.offLoop)} | ${files} | ${kernel} |`,
+      `| ${r.path} | ${r.actions} | ${r.count.total} | ${per(r.count.total)} | ${per(r.count.onLoop)} | ${per(r.count.offLoop)} | ${files} | ${kernel} | ` +
+        `${per(r.count.walPages.onLoop)} / ${per(r.count.walPages.offLoop)} |`,
     );
   }
   console.log('');

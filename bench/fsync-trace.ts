@@ -8,6 +8,10 @@
  * Each call's time in the kernel comes from strace's `-T` (syscall entry to exit as the tracer saw them, so a few
  * microseconds of tracing ride on each): the sync itself, apart from the wait of the event loop that hears it.
  *
+ * The WAL's page writes are counted too (`pwrite64` of a page's size to a `-wal` file, by thread): each is one frame
+ * of a commit, so pages per action say what a commit writes, which the syncs alone do not (each frame is a syscall
+ * of its own, and its 24-byte header another).
+ *
  * A window is a range of lines of the trace file (strace writes a line per call as it happens),
  * closed once no new line has arrived for a short quiet period, so a commit that trails the last
  * answer (lazy observations riding the next commit) still lands in its window.
@@ -18,6 +22,10 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 
 const syncCalls = ['fsync', 'fdatasync', 'sync_file_range', 'syncfs', 'msync'] as const;
+/** SQLite writes each WAL frame's page with one pwrite64 (its header with another). */
+const writeCalls = ['pwrite64'] as const;
+/** SQLite's smallest page: a write this long or longer to the WAL is a frame's page (headers are 24 and 32 bytes). */
+const pageBytesMin = 512;
 /** A window closes after this long without a new sync call... */
 const quietMs = 300;
 /** ...or after this long in any case (a broker that syncs on a timer would never be quiet). */
@@ -27,6 +35,8 @@ const pollMs = 25;
 const callLine = new RegExp(`^(\\d+)\\s+(${syncCalls.join('|')})\\((\\d+)(?:<([^>]*)>)?.*?(?:<(\\d+\\.\\d+)>)?$`);
 /** The end of a call another thread's call interrupted in the trace (`<unfinished ...>`): its time is on this line. */
 const resumedLine = new RegExp(`^(\\d+)\\s+<\\.\\.\\. (?:${syncCalls.join('|')}) resumed>.*<(\\d+\\.\\d+)>$`);
+/** A write's call line (finished or not): its thread, file and byte count (strace prints the count before the offset). */
+const writeLine = /^(\d+)\s+pwrite64\(\d+<([^>]*)>, .*, (\d+), \d+(?:\) = |\s*<unfinished)/;
 
 /** Whether strace can run here; the reason it cannot otherwise (printed in the table instead of numbers). */
 export function straceUnavailable(): string | undefined {
@@ -47,7 +57,7 @@ export function tracedArgv(argv: readonly string[], traceFile: string): string[]
     '-T',
     '-qq',
     '-e',
-    `trace=${syncCalls.join(',')}`,
+    `trace=${[...syncCalls, ...writeCalls].join(',')}`,
     '-o',
     traceFile,
     '--',
@@ -65,6 +75,8 @@ export interface SyncCount {
   byFile: Map<string, number>;
   /** Each sync call on the journal's WAL: its time in the kernel, ms (strace -T). */
   walSyncMs: number[];
+  /** Pages written to the journal's WAL (one per frame), by the event loop and by any other thread. */
+  walPages: { onLoop: number; offLoop: number };
 }
 
 export class FsyncTrace {
@@ -99,17 +111,33 @@ export class FsyncTrace {
   private lines(): string[] {
     return readFileSync(this.traceFile, 'utf8')
       .split('\n')
-      .filter((line) => callLine.test(line) || resumedLine.test(line));
+      .filter((line) => callLine.test(line) || resumedLine.test(line) || writeLine.test(line));
   }
 
   private count(lines: readonly string[]): SyncCount {
-    const result: SyncCount = { total: 0, onLoop: 0, offLoop: 0, byFile: new Map(), walSyncMs: [] };
+    const result: SyncCount = {
+      total: 0,
+      onLoop: 0,
+      offLoop: 0,
+      byFile: new Map(),
+      walSyncMs: [],
+      walPages: { onLoop: 0, offLoop: 0 },
+    };
     // A call left unfinished in the trace, by thread: its time comes on that thread's resumed line.
     const unfinished = new Map<string, string>();
     const timed = (kind: string, seconds: string): void => {
       if (kind === 'journal WAL') result.walSyncMs.push(Number(seconds) * 1_000);
     };
     for (const line of lines) {
+      const write = writeLine.exec(line);
+      if (write !== null) {
+        const [, tid = '', file = '', bytes = ''] = write;
+        if (fileKind(file) === 'journal WAL' && Number(bytes) >= pageBytesMin) {
+          if (Number(tid) === this.loopTid) result.walPages.onLoop += 1;
+          else result.walPages.offLoop += 1;
+        }
+        continue;
+      }
       const resumed = resumedLine.exec(line);
       if (resumed !== null) {
         const [, tid = '', seconds = ''] = resumed;
