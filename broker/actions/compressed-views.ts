@@ -14,6 +14,7 @@ import {
   lenientOutputBytesSteps,
   lenientShortOutputSteps,
   mendStoredLengthSteps,
+  storedPieceSpansSteps,
   type Mended,
   type ShortOutput,
   zlibExtentSteps,
@@ -210,16 +211,86 @@ class InflatedView implements ScanView {
  * already; data that crosses a seam is whole only here, as a lenient decoder gives it to the agent (gzip of a secret
  * cut across two stored blocks with a wrong NLEN). In a view with seams only compressed data that crosses one is tried:
  * noise mends often (a quarter of random zlib-like headers start a stored block), and trying every start again
- * multiplied the cost of scrubbing random binary. Whether a deflate stream crosses is told by a walk of its blocks
- * (stored-block-lengths.ts: no decoder call, and most starts in noise stop within a few symbols); brotli is decoded and
+ * multiplied the cost of scrubbing random binary. Whether a deflate stream crosses is told by a walk of its blocks as a
+ * lenient decoder reads them (stored-block-lengths.ts: no decoder call, and most starts in noise stop within a few
+ * symbols; an incomplete code zlib stops at inside a piece is read on, as fflate reads it); brotli is decoded and
  * kept when what it took crosses. A stream in such a view is not mended again: it is read as zlib reads it, up to a
  * stored block of its own whose NLEN disagrees (in noise nearly every stored block's does, and a stored block skips
  * up to 64 KiB, over a seam as often as not: mending those multiplied the decoded bytes of random binary past the
  * budget). The scrubber gives the views it decodes from a view with seams seams of their own (setViewSeams), so base64
- * of gzip cut across stored blocks is read too; a view whose seams are none holds nothing new. A mended view that
- * holds Huffman output has no seams: it is looked into like any other.
+ * of gzip cut across stored blocks is read too; a view whose seams are none holds nothing new. A view that holds
+ * Huffman output among its stored pieces has fresh ranges as well (see `freshOfViews`).
  */
 const seamsOfViews = new WeakMap<ScanView, Int32Array>();
+
+/**
+ * A view whose bytes lie in part as they are in the view it was decoded from, the rest new (`fresh`: [start, end)
+ * pairs): a mended stream's output that Huffman blocks produced in part (noise: a few literals, then a stored block of
+ * up to 64 KiB), the output of a stream zlib reads as it is that is about as long as the stream (its stored blocks
+ * found by a walk: `withPieces`), an escape view's plain bytes among its decoded escapes (`setFreshRanges`). It has a
+ * seam where each piece starts and ends. A stream in it is skipped only when a lenient decoder's reading of it stays
+ * inside one piece (that was tried where it lies whole); anything else, and anything that starts in a fresh range, is
+ * tried as in a view without seams: mended, short outputs kept, brotli kept. The views decoded from it are looked into
+ * whole. Looking into such views whole decoded the same streams again at each depth and in each escape view: a
+ * megabyte of random binary spent the decoded-bytes budget on them and was redacted in part (2 seeds in 10).
+ */
+const freshOfViews = new WeakMap<ScanView, Int32Array>();
+
+/** Whether `view` has fresh ranges (see `freshOfViews`): the views decoded from it are looked into whole. */
+export function holdsFreshRanges(view: ScanView): boolean {
+  return freshOfViews.has(view);
+}
+
+/** The fresh ranges of `view` ([start, end) pairs, see `freshOfViews`), if it has any. */
+export function freshRangesOf(view: ScanView): Int32Array | undefined {
+  return freshOfViews.get(view);
+}
+
+/** Fresh ranges at most in a view given them by `setFreshRanges`: past it the view is looked into whole. */
+export const freshRangesMax = 16_384;
+
+/**
+ * Says which ranges of `view` ([start, end) pairs, sorted, apart) are new where they lie, the rest of it lying as it is
+ * in the view it was decoded from (an escape view's decoded escapes among its plain bytes): a seam at each range's
+ * ends (see `freshOfViews`). Past `freshRangesMax` ranges nothing is said, and the view is looked into whole.
+ */
+export function setFreshRanges(view: ScanView, fresh: Int32Array): void {
+  if (fresh.length / 2 > freshRangesMax) return;
+  const seams: number[] = [];
+  for (const at of fresh) if (at > 0 && at < view.bytes.length && at !== seams.at(-1)) seams.push(at);
+  seamsOfViews.set(view, Int32Array.from(seams));
+  freshOfViews.set(view, fresh);
+}
+
+/** Seams and fresh ranges of an output of `length` bytes whose stored pieces are `pieces` (see `freshOfViews`). */
+function mixedSeams(pieces: StoredPieces, length: number): { seams: Int32Array; fresh: Int32Array } | undefined {
+  const seams: number[] = [];
+  const fresh: number[] = [];
+  let from = 0;
+  for (let i = 0; i < pieces.starts.length; i++) {
+    const start = Math.min(length, pieces.starts[i]!);
+    const end = Math.min(length, pieces.ends[i]!);
+    if (start > from) fresh.push(from, start);
+    for (const at of [start, end]) if (at > 0 && at < length && at !== seams.at(-1)) seams.push(at);
+    from = Math.max(from, end);
+  }
+  if (from < length) fresh.push(from, length);
+  return seams.length > 2 * freshRangesMax
+    ? undefined
+    : { seams: Int32Array.from(seams), fresh: Int32Array.from(fresh) };
+}
+
+/** Whether `at` lies in one of the [start, end) pairs of `ranges` (sorted). */
+function inRanges(ranges: Int32Array, at: number): boolean {
+  let lo = 0;
+  let hi = ranges.length / 2;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ranges[2 * mid + 1]! <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ranges.length / 2 && ranges[2 * lo]! <= at;
+}
 
 /** The seams of `view`, or undefined when every byte of it is new where it lies (see `seamsOfViews`). */
 export function viewSeams(view: ScanView): Int32Array | undefined {
@@ -227,11 +298,12 @@ export function viewSeams(view: ScanView): Int32Array | undefined {
 }
 
 /**
- * Whether nothing in `view` is new to look into for compressed data: it has seams, none of them inside it, and it is
- * not a stream's stored pieces (whose start is a place of its own: see `pieceStarts` in inflatedViewSteps).
+ * Whether nothing in `view` is new to look into for compressed data: it has seams, none of them inside it, no fresh
+ * range (one that covers it whole has no seam inside either), and it is not a stream's stored pieces (whose start is
+ * a place of its own: see `pieceStarts` in inflatedViewSteps).
  */
 export function holdsNothingNew(view: ScanView): boolean {
-  return seamsOfViews.get(view)?.length === 0 && !(view instanceof InflatedView);
+  return seamsOfViews.get(view)?.length === 0 && !freshOfViews.has(view) && !(view instanceof InflatedView);
 }
 
 /** Says where `view` joins bytes that are not next to each other where they came from (see `seamsOfViews`). */
@@ -259,8 +331,9 @@ function seamBetween(seams: Int32Array, from: number, to: number): boolean {
 
 /**
  * Whether the deflate stream of `format` whose data starts at `at` (its header or zip entry opened at `opensAt`) reads
- * bytes on both sides of a seam, as zlib reads it (see `seamsOfViews`). Past the walk budget it is tried like any
- * other (its decode is bounded by the rest of the budget).
+ * bytes on both sides of a seam as a lenient decoder reads it (NLEN ignored, codes zlib refuses read: one that zlib
+ * stops at inside a piece may be read by the agent's decoder into the next; see `seamsOfViews`). Past the walk budget
+ * it is tried like any other (its decode is bounded by the rest of the budget).
  */
 function* crossesSeam(
   seams: Int32Array,
@@ -274,7 +347,7 @@ function* crossesSeam(
   const seam = seamAfter(seams, opensAt);
   if (seam === undefined || seam >= end) return false;
   if (seam <= at) return true;
-  const extent = yield* zlibExtentSteps(format, src.subarray(at, end), budget);
+  const extent = yield* zlibExtentSteps(format, src.subarray(at, end), budget, true);
   return extent === 'unchecked' || at + extent > seam;
 }
 
@@ -368,8 +441,8 @@ class ViewInflation {
   private readonly views: ScanView[] = [];
   private readonly src: Buffer;
   private readonly seams: Int32Array | undefined;
-  /** Decoded, in a view with seams, as zlib reads it (see `seamsOfViews`); elsewhere stored blocks are mended. */
-  private readonly mends: boolean;
+  /** The ranges of a view with seams that are new where they lie (see `freshOfViews`). */
+  private readonly fresh: Int32Array | undefined;
   /** Starts of gzip members read as part of an earlier member's view (gzipMembers): not read again on their own. */
   private readonly chained = new Set<number>();
   private readonly shortOutputBytesMin: number;
@@ -384,7 +457,7 @@ class ViewInflation {
   ) {
     this.src = view.bytes;
     this.seams = seamsOfViews.get(view);
-    this.mends = this.seams === undefined;
+    this.fresh = freshOfViews.get(view);
     this.shortOutputBytesMin = shortOutputs?.bytesMin ?? outputBytesMin;
   }
 
@@ -443,7 +516,7 @@ class ViewInflation {
       // Not the part's own length: compressed, a part can take fewer bytes than it has (see `headlessBytesMin`).
       if (end - at < headlessBytesMin || looksLikeText(src, at)) continue;
       // In a view with seams, a run that crosses none was tried where it lies whole (see `seamsOfViews`).
-      if (seams !== undefined && !pieceStarts?.has(at) && !seamBetween(seams, at, end)) continue;
+      if (seams !== undefined && !pieceStarts?.has(at) && !this.isFresh(at) && !seamBetween(seams, at, end)) continue;
       yield* this.tryPlace(at, end, pieceStarts?.has(at) === true);
       yield;
     }
@@ -452,6 +525,19 @@ class ViewInflation {
       yield* this.tryPlace(at, src.length, true);
       yield;
     }
+  }
+
+  /**
+   * Whether streams are mended: not in a view of stored pieces only, where they are decoded as zlib reads them (see
+   * `seamsOfViews`); in one with fresh ranges they are, wherever they open (see `freshOfViews`).
+   */
+  private get mends(): boolean {
+    return this.seams === undefined || this.fresh !== undefined;
+  }
+
+  /** Whether `at` lies in a fresh range (see `freshOfViews`): tried there as in a view without seams. */
+  private isFresh(at: number): boolean {
+    return this.fresh !== undefined && inRanges(this.fresh, at);
   }
 
   private untilEnd(at: number): void {
@@ -478,7 +564,8 @@ class ViewInflation {
     mendsHere = this.mends,
   ): Steps<void> {
     const { src, seams, budget, view } = this;
-    if (!anyway && !(yield* worthTrying(seams, src, format, opensAt, at, end, budget))) return;
+    const fresh = this.isFresh(opensAt);
+    if (!anyway && !fresh && !(yield* worthTrying(seams, src, format, opensAt, at, end, budget))) return;
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
     // Past the walk budget a stream that starts with a stored block zlib refuses could not be mended: not tried.
     if (budget.walkUnitsLeft <= 0 && format !== 'br' && storedLengthsDisagree(src, firstBlockAt(format, src, at), end))
@@ -489,7 +576,12 @@ class ViewInflation {
         ? 'too_large'
         : format === 'gzip'
           ? yield* gzipMembers(src, at, end, maxOutput, budget, this.chained, this.mends)
-          : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget, { mends: mendsHere }, trace);
+          : yield* withPieces(
+              format,
+              src.subarray(at, end),
+              yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget, { mends: mendsHere }, trace),
+              budget,
+            );
     // One stored block's bytes, as they lie in this view: where they start is a place of its own (see `tryPlace`).
     if (trace.inPlace !== undefined) {
       const [from, to] = trace.inPlace;
@@ -507,7 +599,13 @@ class ViewInflation {
     }
     if (decoded === undefined || decoded.bytes.length < this.shortOutputBytesMin) return;
     if (decoded.pieceEnds === undefined && !(yield* this.worthKeeping(decoded.bytes))) return;
-    if (!anyway && seams !== undefined && format === 'br' && !seamBetween(seams, opensAt, at + decoded.consumed))
+    if (
+      !anyway &&
+      !fresh &&
+      seams !== undefined &&
+      format === 'br' &&
+      !seamBetween(seams, opensAt, at + decoded.consumed)
+    )
       return;
     budget.bytesLeft -= decoded.bytes.length;
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
@@ -518,13 +616,18 @@ class ViewInflation {
       if (joins.length > seamsMax) this.untilEnd(at);
       seamsOfViews.set(inflated, joins.length > seamsMax ? new Int32Array(0) : joins);
     }
+    const mixed = decoded.storedPieces && mixedSeams(decoded.storedPieces, decoded.bytes.length);
+    if (mixed !== undefined) {
+      seamsOfViews.set(inflated, mixed.seams);
+      freshOfViews.set(inflated, mixed.fresh);
+    }
     this.views.push(inflated);
   }
 
   /** A view of raw deflate's output shorter than a part (ShortOutputs), decoded by the walk at `at`. */
   private *short(output: ShortOutput, at: number): Steps<void> {
     const { budget, view } = this;
-    if (this.seams !== undefined || output.bytes.length > budget.bytesLeft) return;
+    if ((this.seams !== undefined && this.fresh === undefined) || output.bytes.length > budget.bytesLeft) return;
     if (!(yield* this.worthKeeping(output.bytes))) return;
     budget.bytesLeft -= output.bytes.length;
     const last = at + Math.max(1, output.consumed) - 1;
@@ -663,7 +766,7 @@ function* gzipMembers(
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   const outputs: Buffer[] = [];
   let total = 0;
-  let pieceEnds: Uint32Array | undefined;
+  let pieces: Pick<Decoded, 'pieceEnds' | 'storedPieces'> = {};
   let readTo = at;
   for (let member = at; ;) {
     const data = gzipDataAt(src, member, end);
@@ -678,7 +781,10 @@ function* gzipMembers(
     outputs.push(read.bytes);
     total += read.bytes.length;
     if (total >= maxOutput) return 'too_large';
-    pieceEnds = read.pieceEnds;
+    pieces = {
+      ...(read.pieceEnds && { pieceEnds: read.pieceEnds }),
+      ...(read.storedPieces && { storedPieces: read.storedPieces }),
+    };
     // The trailer (CRC-32, ISIZE) is skipped unchecked; the next member, if any, starts right after it or after zero
     // bytes there (Python's gzip.decompress skips them; they are not read as part of the stream).
     member = data + read.consumed + gzipTrailerBytes;
@@ -688,8 +794,10 @@ function* gzipMembers(
   if (outputs.length === 0) return undefined;
   // Stored pieces (seams) are kept for one member's output (each piece lies in the view as it is), not for the joined
   // outputs of several: compressed data split across members is whole only in the join, so all of that is looked into.
-  if (outputs.length === 1)
-    return { bytes: outputs[0]!, consumed: readTo - at, ...(pieceEnds === undefined ? {} : { pieceEnds }) };
+  if (outputs.length === 1) {
+    const one = { bytes: outputs[0]!, consumed: readTo - at, ...pieces };
+    return yield* withPieces('raw', src.subarray(gzipDataAt(src, at, end)!, end), one, budget);
+  }
   return { bytes: Buffer.concat(outputs), consumed: readTo - at };
 }
 
@@ -756,6 +864,14 @@ interface Decoded {
    * end in it (Mended.pieceEnds).
    */
   readonly pieceEnds?: Uint32Array;
+  /** Decoded from a mended copy that Huffman blocks produced in part: its stored pieces (see `freshOfViews`). */
+  readonly storedPieces?: StoredPieces;
+}
+
+/** Where each stored piece of an output starts and ends in it. */
+interface StoredPieces {
+  readonly starts: Uint32Array;
+  readonly ends: Uint32Array;
 }
 
 /**
@@ -949,6 +1065,38 @@ function* longestDecodableUnkept(
   return answer(goodDecoded);
 }
 
+/** An output at most this much longer than its stream may be mostly stored blocks: `withPieces` walks it. */
+const storedLikeRatio = 1.125;
+/** Outputs shorter than this are not walked for stored pieces: short views cost little to look into whole. */
+const piecesWalkBytesMin = 4096;
+
+/**
+ * A stream zlib read as it is (no stored block mended) whose output is about as long as the stream: its stored pieces,
+ * found by a walk (stored data costs nothing to walk), as a mended stream's are (`seamsOfViews`, `freshOfViews`),
+ * unless there are more than `seamsMax` (its view is then looked into whole, as before). Noise gzipped, a random
+ * binary in a zip: looking into the pieces again decoded the same streams at each depth and spent the budget.
+ */
+function* withPieces(
+  format: Exclude<Format, 'gzip'>,
+  stream: Buffer,
+  decoded: Decoded | 'too_large' | 'unchecked' | undefined,
+  budget: InflateBudget,
+): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
+  if (format === 'br' || typeof decoded !== 'object' || decoded.pieceEnds !== undefined) return decoded;
+  if (decoded.storedPieces !== undefined) return decoded;
+  const length = decoded.bytes.length;
+  if (length < piecesWalkBytesMin || length > decoded.consumed * storedLikeRatio) return decoded;
+  const spans = yield* storedPieceSpansSteps(format, stream, budget);
+  if (spans === 'unchecked' || spans.pieceStarts.length === 0) return decoded;
+  return { ...decoded, storedPieces: piecesOf(spans.pieceStarts, spans.pieceEnds) };
+}
+
+/** Each stored piece's start and end in the output (`pieceEnds`: stored bytes up to and with each piece). */
+function piecesOf(pieceStarts: Uint32Array, pieceEnds: Uint32Array): StoredPieces {
+  const ends = pieceStarts.map((start, i) => start + pieceEnds[i]! - (i === 0 ? 0 : pieceEnds[i - 1]!));
+  return { starts: pieceStarts, ends };
+}
+
 /**
  * A decoded answer of a mended copy: where its stored pieces end when only stored blocks gave it, and the stream's own
  * extent when the copy is re-encoded (Mended.inputBytes: the copy's length says nothing of the input then).
@@ -956,7 +1104,10 @@ function* longestDecodableUnkept(
 function mendedAnswer(decoded: Decoded, copy: Mended | undefined): Decoded {
   if (copy === undefined) return decoded;
   const taken = copy.inputBytes === undefined ? decoded : { ...decoded, consumed: copy.inputBytes };
-  return copy.huffmanBytes === 0 ? { ...taken, pieceEnds: copy.pieceEnds } : taken;
+  if (copy.huffmanBytes === 0) return { ...taken, pieceEnds: copy.pieceEnds };
+  // A re-encoded copy's pieces are not marked: its view is looked into whole.
+  if (copy.inputBytes !== undefined || copy.pieceStarts.length === 0) return taken;
+  return { ...taken, storedPieces: piecesOf(copy.pieceStarts, copy.pieceEnds) };
 }
 
 /**

@@ -2,7 +2,10 @@ import type { SecretMaterial } from '../ports/index.js';
 import {
   type DataStarts,
   headlessBytesMin,
+  freshRangesOf,
+  holdsFreshRanges,
   holdsNothingNew,
+  setFreshRanges,
   inflateBudget,
   inflatedViewSteps,
   inflationsMax,
@@ -890,7 +893,8 @@ function* decodeRuns(
   offsets = alphabet.offsets,
 ): Steps<View[]> {
   const count = runs.length / 3;
-  const seams = viewSeams(view);
+  // A view with fresh ranges gives its runs' views no seams: they are looked into whole (compressed-views.ts).
+  const seams = holdsFreshRanges(view) ? undefined : viewSeams(view);
   // In a view with seams (compressed-views.ts): per run that crosses one, its symbols before each seam inside it.
   const crossings = seams === undefined ? undefined : runCrossings(view.bytes, runs, alphabet, seams);
   const symbols: string[] = [];
@@ -1126,15 +1130,23 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     const level = inflations.get(view) ?? 0;
     const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan) : [];
     if (level > 0) for (const child of children) inflations.set(child, level);
-    // A view decoded from one with seams (compressed-views.ts: stored blocks' bytes laid end to end) has its own.
-    const seams = viewSeams(view);
-    if (seams !== undefined)
-      for (const child of children) if (child instanceof EscapeView) setViewSeams(child, escapeSeams(child, seams));
+    // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding. A view
+    // whose seams are none holds no compressed data that was not looked for where it lies whole.
+    const looksInto =
+      level < inflationsMax && !(view instanceof EscapeView && !byteEscapeViews.has(view)) && !holdsNothingNew(view);
+    // A view decoded from one with seams (compressed-views.ts: stored blocks' bytes laid end to end) has its own. An
+    // escape view of one looked into below has its decoded escapes as fresh ranges: its plain bytes lie as they are
+    // here, where they are looked into. Of one not looked into (a JSON escape view) whose own fresh ranges say what
+    // is new since a view that was, its plain bytes that were fresh here are fresh there too; else it has none.
+    const seams = holdsFreshRanges(view) ? undefined : viewSeams(view);
+    const freshHere = looksInto ? undefined : freshRangesOf(view);
+    for (const child of children)
+      if (child instanceof EscapeView)
+        if (seams !== undefined) setViewSeams(child, escapeSeams(child, seams));
+        else if (looksInto) setFreshRanges(child, decodedEscapes(child));
+        else if (freshHere !== undefined) setFreshRanges(child, decodedEscapes(child, freshHere));
     for (const child of children) queue.push(child);
-    // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding.
-    if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
-    // A view whose seams are none holds no compressed data that was not looked for where it lies whole.
-    if (holdsNothingNew(view)) continue;
+    if (!looksInto) continue;
     const starts =
       view instanceof RunView
         ? { at: view.dataAt, end: view.dataEnd }
@@ -1181,6 +1193,37 @@ function escapeSeams(child: EscapeView, seams: Int32Array): Int32Array {
     }
   }
   return Int32Array.from(out);
+}
+
+/**
+ * Where an escape view's decoded escapes lie in it, and the bytes of its plain pieces that lie in `parentFresh` (its
+ * parent's fresh ranges, when given): [start, end) pairs, sorted, adjacent ones joined.
+ */
+function decodedEscapes(view: EscapeView, parentFresh?: Int32Array): Int32Array {
+  const { at, from, to, plain } = view.pieces;
+  const ranges: number[] = [];
+  const add = (start: number, end: number): void => {
+    if (end <= start) return;
+    if (ranges.at(-1) === start) ranges[ranges.length - 1] = end;
+    else ranges.push(start, end);
+  };
+  let r = 0;
+  for (let p = 0; p < at.length; p++) {
+    const start = at[p]!;
+    if (!plain[p]) {
+      add(start, at[p + 1] ?? view.bytes.length);
+      continue;
+    }
+    if (parentFresh === undefined) continue;
+    // The parent's fresh ranges that overlap this piece's span there, mapped here (both sorted: one pass).
+    while (r < parentFresh.length && parentFresh[r + 1]! <= from[p]!) r += 2;
+    for (let q = r; q < parentFresh.length && parentFresh[q]! < to[p]!; q += 2)
+      add(
+        start + Math.max(parentFresh[q]!, from[p]!) - from[p]!,
+        start + Math.min(parentFresh[q + 1]!, to[p]!) - from[p]!,
+      );
+  }
+  return Int32Array.from(ranges);
 }
 
 /**

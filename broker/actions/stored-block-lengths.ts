@@ -38,6 +38,11 @@ export interface Mended {
    */
   readonly pieceEnds: Uint32Array;
   /**
+   * Where each stored block that held data starts in the output, whatever else produced output (`pieceEnds` says where
+   * they end only when nothing else did): with `pieceEnds`, the output's bytes that lie as they are in the input.
+   */
+  readonly pieceStarts: Uint32Array;
+  /**
    * When the copy is re-encoded (a block zlib refuses and a lenient decoder reads, Walk.zlibRefuses): the bytes of the
    * input the stream takes (where the walk stopped or the final block ended). The copy's own length says nothing then:
    * it is the output, as stored blocks.
@@ -91,7 +96,12 @@ export function* mendStoredLengthSteps(
     const lenAt = walk.mends[i]!;
     if (lenAt + 4 <= cut) copy.writeUInt16LE(input.readUInt16LE(lenAt) ^ 0xffff, lenAt + 2);
   }
-  return { copy, huffmanBytes: walk.huffmanBytes, pieceEnds: walk.pieceEnds.subarray(0, walk.storedPieces) };
+  return {
+    copy,
+    huffmanBytes: walk.huffmanBytes,
+    pieceEnds: walk.pieceEnds.subarray(0, walk.storedPieces),
+    pieceStarts: walk.pieceStarts.subarray(0, walk.storedPieces),
+  };
 }
 
 /** The maximum data of one stored block (LEN is 16 bits). */
@@ -135,6 +145,7 @@ function* reencodedSteps(
     copy,
     huffmanBytes: counted.huffmanBytes,
     pieceEnds: counted.pieceEnds.subarray(0, counted.storedPieces),
+    pieceStarts: counted.pieceStarts.subarray(0, counted.storedPieces),
     inputBytes: cut,
   };
 }
@@ -150,13 +161,43 @@ export function* zlibExtentSteps(
   format: DeflateFormat,
   input: Buffer,
   budget: WalkBudget,
+  /** Read as a lenient decoder reads (NLEN ignored, codes zlib refuses read): how far it reads, at least. */
+  lenient = false,
 ): Steps<number | 'unchecked'> {
   if (budget.walkUnitsLeft <= 0) return 'unchecked';
-  const walk = new Walk(input, budget, true);
+  const walk = new Walk(input, budget, !lenient);
   const end = yield* walk.blocks(format === 'raw' ? 0 : 2);
   if (end === 'unchecked') return end;
   const extent = Math.min(input.length, Math.ceil(end.bit / 8));
   return walk.charge() ? extent : 'unchecked';
+}
+
+/** Where a stream's stored blocks that held data lie in its output, and how many bytes Huffman blocks produced. */
+export interface StoredPieceSpans {
+  readonly huffmanBytes: number;
+  /** Where each piece starts in the output. */
+  readonly pieceStarts: Uint32Array;
+  /** Bytes stored blocks produced, up to and with each piece (Mended.pieceEnds: with no Huffman bytes, its end). */
+  readonly pieceEnds: Uint32Array;
+}
+
+/**
+ * The stored pieces of a stream of `format` (from its first byte) as zlib reads it (a stored block whose NLEN disagrees
+ * stops the walk, as it stops zlib); 'unchecked' when the budget ran out first. Stored data costs nothing to walk.
+ */
+export function* storedPieceSpansSteps(
+  format: DeflateFormat,
+  input: Buffer,
+  budget: WalkBudget,
+): Steps<StoredPieceSpans | 'unchecked'> {
+  if (budget.walkUnitsLeft <= 0) return 'unchecked';
+  const walk = new Walk(input, budget, true);
+  if ((yield* walk.blocks(format === 'raw' ? 0 : 2)) === 'unchecked' || !walk.charge()) return 'unchecked';
+  return {
+    huffmanBytes: walk.huffmanBytes,
+    pieceStarts: walk.pieceStarts.subarray(0, walk.storedPieces),
+    pieceEnds: walk.pieceEnds.subarray(0, walk.storedPieces),
+  };
 }
 
 /**
@@ -332,6 +373,8 @@ class Walk {
   /** Bytes stored blocks produced over the whole walk, and where each of the first `storedPieces` ended in them. */
   private storedBytes = 0;
   pieceEnds = noEntries;
+  /** Where each of the first `storedPieces` started in the output. */
+  pieceStarts = noEntries;
   /** The LEN offsets of the stored blocks whose NLEN disagrees: the first `mendCount` entries. */
   mends = noEntries;
   mendCount = 0;
@@ -406,8 +449,8 @@ class Walk {
         if (this.out !== undefined && this.produced < this.out.length)
           src.copy(this.out, this.produced, lenAt + 4, lenAt + 4 + held);
         if (held < length) this.storedCut = this.produced + held;
+        if (length > 0) this.piece(this.produced, length);
         this.produced += length;
-        if (length > 0) this.piece(length);
         // Stored data is skipped, not read: it costs nothing however long it is.
         this.bit = (lenAt + 4 + length) * 8;
         if (this.bit > this.endBit) return { stopped: true, bit: this.endBit };
@@ -556,22 +599,18 @@ class Walk {
     return true;
   }
 
-  private piece(length: number): void {
+  private piece(at: number, length: number): void {
     if (this.storedPieces === this.pieceEnds.length) {
-      const grown = new Uint32Array(Math.max(16, this.pieceEnds.length * 2));
-      grown.set(this.pieceEnds);
-      this.pieceEnds = grown;
+      const size = Math.max(16, this.pieceEnds.length * 2);
+      [this.pieceEnds, this.pieceStarts] = [grown(this.pieceEnds, size), grown(this.pieceStarts, size)];
     }
     this.storedBytes += length;
+    this.pieceStarts[this.storedPieces] = at;
     this.pieceEnds[this.storedPieces++] = this.storedBytes;
   }
 
   private mend(lenAt: number): void {
-    if (this.mendCount === this.mends.length) {
-      const grown = new Uint32Array(Math.max(16, this.mends.length * 2));
-      grown.set(this.mends);
-      this.mends = grown;
-    }
+    if (this.mendCount === this.mends.length) this.mends = grown(this.mends, Math.max(16, this.mends.length * 2));
     this.mends[this.mendCount++] = lenAt;
   }
 
@@ -589,4 +628,11 @@ class Walk {
     this.bit += n;
     return value;
   }
+}
+
+/** `entries` in a new array of `size`. */
+function grown(entries: Uint32Array, size: number): Uint32Array<ArrayBuffer> {
+  const next = new Uint32Array(size);
+  next.set(entries);
+  return next;
 }

@@ -137,11 +137,44 @@ class BitWriter {
     return Buffer.from(this.out);
   }
 
+  /** Zero bits up to the next byte. */
+  align(): void {
+    this.bits(0, (8 - (this.bit % 8)) % 8);
+  }
+
   private push(b: number): void {
     if (this.bit % 8 === 0) this.out.push(0);
     this.out[this.out.length - 1]! |= b << (this.bit % 8);
     this.bit += 1;
   }
+}
+
+/** One block of `mixedStream`: literals of a fixed Huffman block, or a stored block whose NLEN is wrong. */
+export type MixedBlock = { readonly literals: Uint8Array } | { readonly stored: Uint8Array };
+
+/**
+ * Raw deflate whose output Huffman blocks give in part: each block as `blocks` says, the last one final. A stored
+ * block's NLEN is wrong (zlib refuses it, a lenient decoder reads it), so the stream is mended and its output is
+ * stored pieces (bytes as they lie in the stream) among bytes the Huffman blocks produced.
+ */
+export function mixedStream(blocks: readonly MixedBlock[]): Buffer {
+  const out = new BitWriter();
+  blocks.forEach((block, i) => {
+    out.bits(i === blocks.length - 1 ? 1 : 0, 1); // BFINAL
+    if ('literals' in block) {
+      out.bits(1, 2); // BTYPE 01: fixed codes
+      for (const b of block.literals)
+        out.code(b < 144 ? { code: 0x30 + b, length: 8 } : { code: 0x190 + b - 144, length: 9 });
+      out.code({ code: 0, length: 7 }); // end-of-block
+      return;
+    }
+    out.bits(0, 2); // BTYPE 00: stored, from the next byte
+    out.align();
+    const length = block.stored.length;
+    for (const b of [length & 0xff, length >> 8, (length ^ 0xfffe) & 0xff, (length ^ 0xfffe) >> 8, ...block.stored])
+      out.bits(b, 8);
+  });
+  return out.bytes();
 }
 
 /**
