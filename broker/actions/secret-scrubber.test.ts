@@ -861,6 +861,21 @@ describe('a Huffman code zlib refuses and fflate reads', () => {
 // A mended stream that Huffman blocks produced in part (compressed-views.ts, `freshOfViews`): what lies whole in one of
 // its stored pieces is not tried again, what the Huffman blocks produced is tried as anywhere.
 describe('views whose bytes lie in part as they are in the view they came from (stored pieces, plain bytes)', () => {
+  /** The attack is real (the agent gets the token out of the body) and the scrubber's answer stops it. */
+  const expectStopped = (body: Buffer, token: string, agentGets: (bytes: Buffer) => boolean): void => {
+    expect(agentGets(body)).toBe(true);
+    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+    expect(out.redacted).toBe(true);
+    expect(agentGets(out.bytes)).toBe(false);
+  };
+  /** What `read` says, false when it throws (the agent's decoder refusing what it was given). */
+  const orFalse = (read: () => boolean): boolean => {
+    try {
+      return read();
+    } catch {
+      return false;
+    }
+  };
   const noise = (seed: string, length: number): Buffer => {
     const out = Buffer.alloc(length + 32);
     let block = Buffer.from(seed);
@@ -873,28 +888,16 @@ describe('views whose bytes lie in part as they are in the view they came from (
   const hideIn = (stream: Buffer, encoding: 'bytes' | 'base64' | 'hex'): Buffer =>
     encoding === 'bytes' ? stream : Buffer.from(`{"data":"${stream.toString(encoding)}"}`);
   /** The agent: fflate reads the mended stream, then each zlib stream it finds in that (as it is, base64 or hex). */
-  const agentGets = (body: Buffer, token: string): boolean => {
-    let output: string;
-    try {
-      output = fflateStreaming(body).toString('latin1');
-    } catch {
-      return false;
-    }
-    const blobs = [
-      Buffer.from(output, 'latin1'),
-      ...[...output.matchAll(/[A-Za-z0-9+/]{8,}={0,2}/g)].map(([v]) => Buffer.from(v, 'base64')),
-      ...[...output.matchAll(/(?:[0-9a-f]{2}){8,}/g)].map(([v]) => Buffer.from(v, 'hex')),
-    ];
-    return blobs.some((blob) =>
-      [...blob.keys()].some((at) => {
-        try {
-          return Buffer.from(fflateUnzlib(blob.subarray(at))).includes(token);
-        } catch {
-          return false;
-        }
-      }),
-    );
-  };
+  const agentGets = (body: Buffer, token: string): boolean =>
+    orFalse(() => {
+      const output = fflateStreaming(body).toString('latin1');
+      const blobs = [
+        Buffer.from(output, 'latin1'),
+        ...[...output.matchAll(/[A-Za-z0-9+/]{8,}={0,2}/g)].map(([v]) => Buffer.from(v, 'base64')),
+        ...[...output.matchAll(/(?:[0-9a-f]{2}){8,}/g)].map(([v]) => Buffer.from(v, 'hex')),
+      ];
+      return blobs.some((blob) => findsZlibToken(blob, token, false));
+    });
   const placements: ReadonlyArray<readonly [string, (secret: Buffer) => MixedBlock[]]> = [
     [
       'in the first block, before a piece',
@@ -920,10 +923,7 @@ describe('views whose bytes lie in part as they are in the view they came from (
       const body = mixedStream(blocks(inner));
       // The attack is real: zlib refuses the stream, fflate gives the token out of it.
       expect(() => inflateRawSync(body)).toThrow('invalid stored block lengths');
-      expect(agentGets(body, token)).toBe(true);
-      const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
-      expect(out.redacted).toBe(true);
-      expect(agentGets(out.bytes, token)).toBe(false);
+      expectStopped(body, token, (bytes) => agentGets(bytes, token));
     },
   );
 
@@ -934,15 +934,13 @@ describe('views whose bytes lie in part as they are in the view they came from (
         .replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
       'latin1',
     );
-  const findsZlibToken = (bytes: Buffer, token: string): boolean =>
-    [...bytes.keys()].some((at) => {
-      if (bytes[at] !== 0x78) return false;
-      try {
-        return Buffer.from(fflateUnzlib(bytes.subarray(at))).includes(token);
-      } catch {
-        return false;
-      }
-    });
+  /** Whether a zlib stream somewhere in `bytes` (behind a 0x78 header byte, or anywhere) decodes to the token. */
+  function findsZlibToken(bytes: Buffer, token: string, at0x78 = true): boolean {
+    return [...bytes.keys()].some(
+      (at) =>
+        (!at0x78 || bytes[at] === 0x78) && orFalse(() => Buffer.from(fflateUnzlib(bytes.subarray(at))).includes(token)),
+    );
+  }
 
   // A gzip member zlib reads as it is, of stored blocks (incompressible data): its output's pieces lie as they are in the
   // answer, and what crosses from one to the next is whole only in the output (compressed-views.ts, `withPieces`).
@@ -964,18 +962,10 @@ describe('views whose bytes lie in part as they are in the view they came from (
       stored(data.subarray(cut), true),
       gzip.subarray(-8),
     ]);
-    const agentGetsGzip = (bytes: Buffer): boolean => {
-      try {
-        return findsZlibToken(Buffer.from(fflateGunzip(bytes)), token);
-      } catch {
-        return false;
-      }
-    };
+    const agentGetsGzip = (bytes: Buffer): boolean =>
+      orFalse(() => findsZlibToken(Buffer.from(fflateGunzip(bytes)), token));
     expect(gunzipSync(body).equals(data)).toBe(true);
-    expect(agentGetsGzip(body)).toBe(true);
-    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
-    expect(out.redacted).toBe(true);
-    expect(agentGetsGzip(out.bytes)).toBe(false);
+    expectStopped(body, token, agentGetsGzip);
   });
 
   // An escape view's plain bytes lie as they are in the answer; its decoded escapes are new (`setFreshRanges`).
@@ -988,10 +978,7 @@ describe('views whose bytes lie in part as they are in the view they came from (
       inner.subarray(6),
     ]);
     const body = Buffer.concat([noise('x', 5000), escaped, noise('y', 5000)]);
-    expect(findsZlibToken(percentDecoded(body), token)).toBe(true);
-    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
-    expect(out.redacted).toBe(true);
-    expect(findsZlibToken(percentDecoded(out.bytes), token)).toBe(false);
+    expectStopped(body, token, (bytes) => findsZlibToken(percentDecoded(bytes), token));
   });
 
   // A view of escapes only is new whole: its one fresh range leaves it no seam inside (helper-216's review).
@@ -1004,17 +991,8 @@ describe('views whose bytes lie in part as they are in the view they came from (
     const body = Buffer.from([...stream].map((b) => `%${b.toString(16).padStart(2, '0')}`).join(''));
     const agentGets = (bytes: Buffer): boolean =>
       findsZlibToken(percentDecoded(bytes), token) ||
-      (() => {
-        try {
-          return Buffer.from(fflateGunzip(percentDecoded(bytes))).includes(token);
-        } catch {
-          return false;
-        }
-      })();
-    expect(agentGets(body)).toBe(true);
-    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
-    expect(out.redacted).toBe(true);
-    expect(agentGets(out.bytes)).toBe(false);
+      orFalse(() => Buffer.from(fflateGunzip(percentDecoded(bytes))).includes(token));
+    expectStopped(body, token, agentGets);
   });
 
   // A JSON escape view is not looked into for compressed data (its escapes decode to characters): a percent view of it
@@ -1037,10 +1015,7 @@ describe('views whose bytes lie in part as they are in the view they came from (
         'latin1',
       );
     const agentGets = (bytes: Buffer): boolean => findsZlibToken(percentDecoded(jsonDecoded(bytes)), token);
-    expect(agentGets(body)).toBe(true);
-    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
-    expect(out.redacted).toBe(true);
-    expect(agentGets(out.bytes)).toBe(false);
+    expectStopped(body, token, agentGets);
   });
 
   // A stream that opens in a stored piece and reads on into what the Huffman blocks produced is whole only here: it is
@@ -1067,17 +1042,9 @@ describe('views whose bytes lie in part as they are in the view they came from (
     const [piece, literals, innerAt] = parts(token);
     const zlibHeader = Buffer.from([0x78, 0x01]);
     const body = Buffer.concat([zlibHeader, mixedStream([{ stored: piece }, { literals }]), Buffer.alloc(4)]);
-    const agentGets = (bytes: Buffer): boolean => {
-      try {
-        return fflateStreaming(fflateStreaming(bytes.subarray(2)).subarray(innerAt)).includes(token);
-      } catch {
-        return false;
-      }
-    };
-    expect(agentGets(body)).toBe(true);
-    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
-    expect(out.redacted).toBe(true);
-    expect(agentGets(out.bytes)).toBe(false);
+    const agentGets = (bytes: Buffer): boolean =>
+      orFalse(() => fflateStreaming(fflateStreaming(bytes.subarray(2)).subarray(innerAt)).includes(token));
+    expectStopped(body, token, agentGets);
   });
 
   // In a view of stored pieces only, whether a stream crosses from one to the next is told as fflate reads it: zlib
@@ -1089,18 +1056,12 @@ describe('views whose bytes lie in part as they are in the view they came from (
     const first = Buffer.concat([Buffer.from([0x01, 0x02, 0xfe, 0x81]), inner.subarray(0, split)]);
     const outer = mixedStream([{ stored: first }, { stored: inner.subarray(split) }]);
     const body = Buffer.concat([zlibHeader, outer, Buffer.alloc(4)]);
-    const agentGets = (bytes: Buffer): boolean => {
-      try {
+    const agentGets = (bytes: Buffer): boolean =>
+      orFalse(() => {
         const output = fflateStreaming(bytes.subarray(2));
         return fflateStreaming(output.subarray(output.indexOf(zlibHeader) + 2)).includes(token);
-      } catch {
-        return false;
-      }
-    };
-    expect(agentGets(body)).toBe(true);
-    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
-    expect(out.redacted).toBe(true);
-    expect(agentGets(out.bytes)).toBe(false);
+      });
+    expectStopped(body, token, agentGets);
   });
 
   // These seeds were redacted in part (from ~250 KB and ~870 KB on) while the pieces were looked into again at each depth.
