@@ -864,7 +864,10 @@ interface Decoded {
    * end in it (Mended.pieceEnds).
    */
   readonly pieceEnds?: Uint32Array;
-  /** Decoded from a mended copy that Huffman blocks produced in part: its stored pieces (see `freshOfViews`). */
+  /**
+   * Its stored pieces, when Huffman blocks of a mended copy produced the rest, or a walk found them in a stream zlib read
+   * as it is (`withPieces`): the view then has fresh ranges (see `freshOfViews`).
+   */
   readonly storedPieces?: StoredPieces;
 }
 
@@ -1072,9 +1075,9 @@ const piecesWalkBytesMin = 4096;
 
 /**
  * A stream zlib read as it is (no stored block mended) whose output is about as long as the stream: its stored pieces,
- * found by a walk (stored data costs nothing to walk), as a mended stream's are (`seamsOfViews`, `freshOfViews`),
- * unless there are more than `seamsMax` (its view is then looked into whole, as before). Noise gzipped, a random
- * binary in a zip: looking into the pieces again decoded the same streams at each depth and spent the budget.
+ * found by a walk (stored data costs nothing to walk), so its view has fresh ranges (`freshOfViews`; past
+ * `freshRangesMax` pieces, none: it is looked into whole). Noise gzipped, a random binary in a zip: looking into the
+ * pieces again decoded the same streams at each depth and spent the budget.
  */
 function* withPieces(
   format: Exclude<Format, 'gzip'>,
