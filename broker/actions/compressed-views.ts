@@ -252,10 +252,10 @@ export const freshRangesMax = 16_384;
 /**
  * Says which ranges of `view` ([start, end) pairs, sorted, apart) are new where they lie, the rest of it lying as it is
  * in the view it was decoded from (an escape view's decoded escapes among its plain bytes): a seam at each range's
- * ends (see `freshOfViews`). Past `freshRangesMax` ranges nothing is said, and the view is looked into whole.
+ * ends (see `freshOfViews`). Past `freshRangesMax` ranges (or none given) nothing is said: the view is looked into whole.
  */
-export function setFreshRanges(view: ScanView, fresh: Int32Array): void {
-  if (fresh.length / 2 > freshRangesMax) return;
+export function setFreshRanges(view: ScanView, fresh: Int32Array | undefined): void {
+  if (fresh === undefined || fresh.length / 2 > freshRangesMax) return;
   const seams: number[] = [];
   for (const at of fresh) if (at > 0 && at < view.bytes.length && at !== seams.at(-1)) seams.push(at);
   seamsOfViews.set(view, Int32Array.from(seams));

@@ -2,6 +2,7 @@ import type { SecretMaterial } from '../ports/index.js';
 import {
   type DataStarts,
   headlessBytesMin,
+  freshRangesMax,
   freshRangesOf,
   holdsFreshRanges,
   holdsNothingNew,
@@ -1143,8 +1144,7 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     for (const child of children)
       if (child instanceof EscapeView)
         if (seams !== undefined) setViewSeams(child, escapeSeams(child, seams));
-        else if (looksInto) setFreshRanges(child, decodedEscapes(child));
-        else if (freshHere !== undefined) setFreshRanges(child, decodedEscapes(child, freshHere));
+        else setFreshRanges(child, looksInto ? decodedEscapes(child) : freshHere && decodedEscapes(child, freshHere));
     for (const child of children) queue.push(child);
     if (!looksInto) continue;
     const starts =
@@ -1199,7 +1199,7 @@ function escapeSeams(child: EscapeView, seams: Int32Array): Int32Array {
  * Where an escape view's decoded escapes lie in it, and the bytes of its plain pieces that lie in `parentFresh` (its
  * parent's fresh ranges, when given): [start, end) pairs, sorted, adjacent ones joined.
  */
-function decodedEscapes(view: EscapeView, parentFresh?: Int32Array): Int32Array {
+function decodedEscapes(view: EscapeView, parentFresh?: Int32Array): Int32Array | undefined {
   const { at, from, to, plain } = view.pieces;
   const ranges: number[] = [];
   const add = (start: number, end: number): void => {
@@ -1209,6 +1209,8 @@ function decodedEscapes(view: EscapeView, parentFresh?: Int32Array): Int32Array 
   };
   let r = 0;
   for (let p = 0; p < at.length; p++) {
+    // Past the bound the view is looked into whole (setFreshRanges): a bomb of escapes is not walked to its end here.
+    if (ranges.length > 2 * freshRangesMax) return undefined;
     const start = at[p]!;
     if (!plain[p]) {
       add(start, at[p + 1] ?? view.bytes.length);
