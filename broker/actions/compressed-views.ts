@@ -137,9 +137,11 @@ const storedLengthsMessage = 'invalid stored block lengths';
 /**
  * zlib's messages for a dynamic block's codes it refuses (inflate.c) where a lenient decoder (fflate) may read on: an
  * incomplete code, a gap in the code lengths' code, a repeat with nothing before it or past the end, no end-of-block
- * code, more codes than RFC 1951 has symbols. An over-subscribed code meets the same messages; the walk tells them apart (Walk.zlibRefuses).
+ * code, more codes than RFC 1951 has symbols; and length symbols 286 and 287 met in the data. An over-subscribed code
+ * meets the same messages; the walk tells them apart (Walk.zlibRefuses).
  */
 const lenientCodesMessages = new Set([
+  'invalid literal/length code',
   'invalid code lengths set',
   'invalid bit length repeat',
   'invalid code -- missing end-of-block',

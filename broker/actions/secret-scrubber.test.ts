@@ -18,6 +18,7 @@ import { watchEventLoop } from '../testing/event-loop-gaps.js';
 import {
   dynamicBlock,
   fflateStreaming,
+  fixedBlock,
   incompleteCodeDeflate,
   mixedStream,
   tailGapBlock,
@@ -117,6 +118,15 @@ const char = fc.oneof(
 const partArb = fc.string({ unit: char, minLength: 4, maxLength: 64 });
 const aroundArb = fc.string({ unit: char, maxLength: 40 });
 const runs = { numRuns: 200 };
+
+/** What `read` says, false when it throws (the agent's decoder refusing what it was given). */
+function orFalse(read: () => boolean): boolean {
+  try {
+    return read();
+  } catch {
+    return false;
+  }
+}
 
 describe('the secret parts of each credential kind', () => {
   const basic64 = Buffer.from('ops:canary-pw-03').toString('base64');
@@ -845,6 +855,25 @@ describe('a Huffman code zlib refuses and fflate reads', () => {
     ),
   );
 
+  // Length symbols 286 and 287 in a fixed Huffman block: zlib stops ("invalid literal/length code"), fflate copies 260
+  // or 261 bytes and reads on (helper-216's review; they leaked before).
+  it.each([286, 287])('redacts a token behind length symbol %i, raw at the start and zlib inside text', (symbol) => {
+    const token = randomBytes(16).toString('hex');
+    const literals = (text: string): number[] => [...Buffer.from(text)];
+    // Fixed codes: a literal below 144 is 8 bits from 0x30, 280-287 are 8 bits from 0xc0; distance code 0 (1 back).
+    const stream = fixedBlock([...literals('{"a":"xyz'), symbol, ...literals(`","token":"${token}"}`)]);
+    expect(() => inflateRawSync(stream)).toThrow('invalid literal/length code');
+    const zlibInText = Buffer.concat([Buffer.from('hello '), Buffer.from([0x78, 0x01]), stream, Buffer.from(' bye')]);
+    for (const body of [stream, zlibInText]) {
+      const agentGets = (bytes: Buffer): boolean =>
+        [...bytes.keys()].some((at) => orFalse(() => fflateStreaming(bytes.subarray(at)).includes(token)));
+      expect(agentGets(body)).toBe(true);
+      const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+      expect(out.redacted).toBe(true);
+      expect(agentGets(out.bytes)).toBe(false);
+    }
+  });
+
   // The copy zlib is given is the stream's output as stored blocks, shorter or longer than the stream: what is redacted
   // is the stream's own bytes, and what follows it is delivered.
   it('redacts the stream’s own bytes, whatever the length of what it decodes to', () => {
@@ -867,14 +896,6 @@ describe('views whose bytes lie in part as they are in the view they came from (
     const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
     expect(out.redacted).toBe(true);
     expect(agentGets(out.bytes)).toBe(false);
-  };
-  /** What `read` says, false when it throws (the agent's decoder refusing what it was given). */
-  const orFalse = (read: () => boolean): boolean => {
-    try {
-      return read();
-    } catch {
-      return false;
-    }
   };
   const noise = (seed: string, length: number): Buffer => {
     const out = Buffer.alloc(length + 32);

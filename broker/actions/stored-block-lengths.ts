@@ -384,7 +384,7 @@ class Walk {
    * is incomplete but not over-subscribed (its gaps stop the decoder, as zlib's table would have none), a gap in the
    * code lengths' own code (read as lengths of 0 to the end, no bits taken), a repeat of the previous length with none
    * before it (0) or past the last length (cut there), no end-of-block code (the block runs to where the data stops),
-   * more than 286 literal/length or 30 distance codes.
+   * more than 286 literal/length or 30 distance codes; or length symbols 286 and 287 in its data (copies of 260 and 261).
    * What zlib gives then is not what the agent's decoder gives: mendStoredLengthSteps re-encodes the output.
    */
   zlibRefuses = false;
@@ -504,11 +504,19 @@ class Walk {
       }
       if (symbol === 256) break;
       const l = symbol - 257;
-      if (l >= 29) return stop(at, invalid);
-      const lengthBits = lengthExtra[l]!;
-      if (bit + lengthBits > endBit) return stop(at, truncated);
-      const length = lengthBase[l]! + (peek(src, bit) & ((1 << lengthBits) - 1));
-      bit += lengthBits;
+      let length: number;
+      if (l >= 29) {
+        // Length symbols 286 and 287: zlib refuses them ("invalid literal/length code"), fflate reads lengths of 260 and
+        // 261 (its table's bases run on past 258) with no extra bits.
+        if (this.asZlib) return stop(at, invalid);
+        this.zlibRefuses = true;
+        length = 260 + l - 29;
+      } else {
+        const lengthBits = lengthExtra[l]!;
+        if (bit + lengthBits > endBit) return stop(at, truncated);
+        length = lengthBase[l]! + (peek(src, bit) & ((1 << lengthBits) - 1));
+        bit += lengthBits;
+      }
       const d = decode(distance, src, bit, endBit);
       if (d < 0) return stop(at, d);
       const symbolD = d >> 4;

@@ -178,6 +178,30 @@ export function mixedStream(blocks: readonly MixedBlock[]): Buffer {
 }
 
 /**
+ * One final fixed Huffman block of `symbols` and end-of-block: literals (below 256), or lengths whose codes need no
+ * extra bits (257-264, 285, and 286 and 287, which zlib refuses and fflate reads), each with distance code 0 (one back).
+ */
+export function fixedBlock(symbols: readonly number[]): Buffer {
+  const out = new BitWriter();
+  out.bits(1, 1); // BFINAL
+  out.bits(1, 2); // BTYPE 01: fixed codes
+  const code = (s: number): { code: number; length: number } =>
+    s < 144
+      ? { code: 0x30 + s, length: 8 }
+      : s < 256
+        ? { code: 0x190 + s - 144, length: 9 }
+        : s < 280
+          ? { code: s - 256, length: 7 }
+          : { code: 0xc0 + s - 280, length: 8 };
+  for (const s of symbols) {
+    out.code(code(s));
+    if (s > 256) out.code({ code: 0, length: 5 }); // distance code 0
+  }
+  out.code(code(256));
+  return out.bytes();
+}
+
+/**
  * fflate's streaming decoder, the agent's in these tests: what it gives out of input that has not ended (no
  * end-of-block met yet too), where its one-shot inflateSync throws.
  */
