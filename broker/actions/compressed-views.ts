@@ -17,7 +17,7 @@ import {
   storedPieceSpansSteps,
   type Mended,
   type ShortOutput,
-  zlibExtentSteps,
+  lenientExtentSteps,
   type DeflateFormat,
 } from './stored-block-lengths.js';
 
@@ -238,12 +238,10 @@ const seamsOfViews = new WeakMap<ScanView, Int32Array>();
  */
 const freshOfViews = new WeakMap<ScanView, Int32Array>();
 
-/** Whether `view` has fresh ranges (see `freshOfViews`): the views decoded from it are looked into whole. */
-export function holdsFreshRanges(view: ScanView): boolean {
-  return freshOfViews.has(view);
-}
-
-/** The fresh ranges of `view` ([start, end) pairs, see `freshOfViews`), if it has any. */
+/**
+ * The fresh ranges of `view` ([start, end) pairs, see `freshOfViews`), if it has any: the views decoded from it are
+ * looked into whole.
+ */
 export function freshRangesOf(view: ScanView): Int32Array | undefined {
   return freshOfViews.get(view);
 }
@@ -349,7 +347,7 @@ function* crossesSeam(
   const seam = seamAfter(seams, opensAt);
   if (seam === undefined || seam >= end) return false;
   if (seam <= at) return true;
-  const extent = yield* zlibExtentSteps(format, src.subarray(at, end), budget, true);
+  const extent = yield* lenientExtentSteps(format, src.subarray(at, end), budget);
   return extent === 'unchecked' || at + extent > seam;
 }
 

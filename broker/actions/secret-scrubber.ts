@@ -4,7 +4,6 @@ import {
   headlessBytesMin,
   freshRangesMax,
   freshRangesOf,
-  holdsFreshRanges,
   holdsNothingNew,
   setFreshRanges,
   inflateBudget,
@@ -895,7 +894,7 @@ function* decodeRuns(
 ): Steps<View[]> {
   const count = runs.length / 3;
   // A view with fresh ranges gives its runs' views no seams: they are looked into whole (compressed-views.ts).
-  const seams = holdsFreshRanges(view) ? undefined : viewSeams(view);
+  const seams = freshRangesOf(view) !== undefined ? undefined : viewSeams(view);
   // In a view with seams (compressed-views.ts): per run that crosses one, its symbols before each seam inside it.
   const crossings = seams === undefined ? undefined : runCrossings(view.bytes, runs, alphabet, seams);
   const symbols: string[] = [];
@@ -1139,7 +1138,7 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     // escape view of one looked into below has its decoded escapes as fresh ranges: its plain bytes lie as they are
     // here, where they are looked into. Of one not looked into (a JSON escape view) whose own fresh ranges say what
     // is new since a view that was, its plain bytes that were fresh here are fresh there too; else it has none.
-    const seams = holdsFreshRanges(view) ? undefined : viewSeams(view);
+    const seams = freshRangesOf(view) !== undefined ? undefined : viewSeams(view);
     const freshHere = looksInto ? undefined : freshRangesOf(view);
     for (const child of children)
       if (child instanceof EscapeView)

@@ -27,21 +27,25 @@ export interface WalkBudget {
   walkUnitsLeft: number;
 }
 
-/** A mended copy, and whether anything in it came out of a Huffman block (not only stored blocks' own bytes). */
-export interface Mended {
-  readonly copy: Buffer;
+/** Where a stream's stored blocks that held data lie in its output, and how many bytes Huffman blocks produced. */
+export interface StoredPieceSpans {
   readonly huffmanBytes: number;
   /**
-   * When only stored blocks produced the output (huffmanBytes 0): where each stored block that held data ends in it,
-   * in order (the last may lie past what the copy holds, when its data is cut). Between two of them the output joins
-   * bytes that are not next to each other in the input.
+   * Bytes stored blocks produced, up to and with each stored block that held data, in order: when only stored blocks
+   * produced the output (huffmanBytes 0), where each ends in it (the last may lie past what a copy holds, when its data
+   * is cut). Between two of them the output joins bytes that are not next to each other in the input.
    */
   readonly pieceEnds: Uint32Array;
   /**
-   * Where each stored block that held data starts in the output, whatever else produced output (`pieceEnds` says where
-   * they end only when nothing else did): with `pieceEnds`, the output's bytes that lie as they are in the input.
+   * Where each of them starts in the output, whatever else produced output: with `pieceEnds`, the output's bytes that
+   * lie as they are in the input.
    */
   readonly pieceStarts: Uint32Array;
+}
+
+/** A mended copy, and whether anything in it came out of a Huffman block (not only stored blocks' own bytes). */
+export interface Mended extends StoredPieceSpans {
+  readonly copy: Buffer;
   /**
    * When the copy is re-encoded (a block zlib refuses and a lenient decoder reads, Walk.zlibRefuses): the bytes of the
    * input the stream takes (where the walk stopped or the final block ended). The copy's own length says nothing then:
@@ -151,34 +155,22 @@ function* reencodedSteps(
 }
 
 /**
- * How many bytes of `input` (a stream of `format` from its first byte) zlib reads to produce its output, at most: up
- * to where the walk stops (the first bit it could not read, rounded up to a byte; a stored block whose NLEN disagrees
- * stops it, as it stops zlib) or its last block ends; 'unchecked' when the budget ran out first. The output depends on these bytes only: a
- * stream that ends or stops before some byte gives the same output whatever follows. The walk stops nowhere before
- * zlib does, so zlib reads no further.
+ * How many bytes of `input` (a stream of `format` from its first byte) a lenient decoder reads as the walk reads it
+ * (NLEN ignored, the codes zlib refuses that it emulates read): up to where the walk stops (the first bit it could not
+ * read, rounded up to a byte) or its last block ends; 'unchecked' when the budget ran out first. What the stream gives
+ * depends on these bytes only: one that ends or stops before some byte gives the same output whatever follows.
  */
-export function* zlibExtentSteps(
+export function* lenientExtentSteps(
   format: DeflateFormat,
   input: Buffer,
   budget: WalkBudget,
-  /** Read as a lenient decoder reads (NLEN ignored, codes zlib refuses read): how far it reads, at least. */
-  lenient = false,
 ): Steps<number | 'unchecked'> {
   if (budget.walkUnitsLeft <= 0) return 'unchecked';
-  const walk = new Walk(input, budget, !lenient);
+  const walk = new Walk(input, budget);
   const end = yield* walk.blocks(format === 'raw' ? 0 : 2);
   if (end === 'unchecked') return end;
   const extent = Math.min(input.length, Math.ceil(end.bit / 8));
   return walk.charge() ? extent : 'unchecked';
-}
-
-/** Where a stream's stored blocks that held data lie in its output, and how many bytes Huffman blocks produced. */
-export interface StoredPieceSpans {
-  readonly huffmanBytes: number;
-  /** Where each piece starts in the output. */
-  readonly pieceStarts: Uint32Array;
-  /** Bytes stored blocks produced, up to and with each piece (Mended.pieceEnds: with no Huffman bytes, its end). */
-  readonly pieceEnds: Uint32Array;
 }
 
 /**
