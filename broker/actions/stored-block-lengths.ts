@@ -259,6 +259,11 @@ const distanceBase = Uint16Array.from([
 const distanceExtra = Uint8Array.from([
   0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
 ]);
+/**
+ * Distance symbol 30 as fflate reads it (zlib refuses 30 and 31: "invalid distance code"): its base table runs one past
+ * 29's range with no extra bits, 32,769 back. Symbol 31 falls off the table's end (NaN): a copy of zeros.
+ */
+const distance30Reach = 32_769;
 /** The order code length code lengths are sent in (RFC 1951 3.2.7). */
 const codeLengthOrder = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
 
@@ -314,7 +319,8 @@ function canonicalCode(lengths: Uint8Array, codeLengths = false): Code {
 const fixedLiteral = canonicalCode(
   Uint8Array.from({ length: 288 }, (_, s) => (s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8)),
 );
-const fixedDistance = canonicalCode(new Uint8Array(30).fill(5));
+// All 32 five-bit codes: zlib's and fflate's fixed tables both have 30 and 31 (zlib refuses them when met).
+const fixedDistance = canonicalCode(new Uint8Array(32).fill(5));
 const fixedCodes = { literal: fixedLiteral, distance: fixedDistance };
 
 /** Why a walk stopped: the input ended or held what no decoder reads (stopped), or the final block ended. */
@@ -376,7 +382,8 @@ class Walk {
    * is incomplete but not over-subscribed (its gaps stop the decoder, as zlib's table would have none), a gap in the
    * code lengths' own code (read as lengths of 0 to the end, no bits taken), a repeat of the previous length with none
    * before it (0) or past the last length (cut there), no end-of-block code (the block runs to where the data stops),
-   * more than 286 literal/length or 30 distance codes; or length symbols 286 and 287 in its data (copies of 260 and 261).
+   * more than 286 literal/length or 30 distance codes; or in its data length symbols 286 and 287 (copies of 260 and
+   * 261), distance symbol 30 (32,769 back) or 31 (a copy of zeros).
    * What zlib gives then is not what the agent's decoder gives: mendStoredLengthSteps re-encodes the output.
    */
   zlibRefuses = false;
@@ -512,16 +519,28 @@ class Walk {
       const d = decode(distance, src, bit, endBit);
       if (d < 0) return stop(at, d);
       const symbolD = d >> 4;
-      if (symbolD >= 30) return stop(at, invalid);
       bit += d & 15;
-      const distanceBits = distanceExtra[symbolD]!;
-      if (bit + distanceBits > endBit) return stop(at, truncated);
-      const reach = distanceBase[symbolD]! + (peek(src, bit) & ((1 << distanceBits) - 1));
-      bit += distanceBits;
-      // zlib refuses a distance past what the stream produced so far ("invalid distance too far back").
+      let reach: number;
+      if (symbolD >= 30) {
+        if (this.asZlib) return stop(at, invalid);
+        reach = symbolD === 30 ? distance30Reach : 0;
+      } else {
+        const distanceBits = distanceExtra[symbolD]!;
+        if (bit + distanceBits > endBit) return stop(at, truncated);
+        reach = distanceBase[symbolD]! + (peek(src, bit) & ((1 << distanceBits) - 1));
+        bit += distanceBits;
+      }
+      // zlib refuses a distance past what the stream produced so far ("invalid distance too far back"), as fflate does.
       if (reach > produced) return stop(at, invalid);
-      // A copy may overlap what it writes (a distance shorter than its length), byte by byte as a decoder copies.
-      for (let k = produced; k < produced + length && k < outBytes; k++) out![k] = out![k - reach]!;
+      if (reach === 0) {
+        // Distance symbol 31: fflate copies from index NaN, which reads as zeros.
+        this.zlibRefuses = true;
+        out?.fill(0, produced, Math.min(produced + length, outBytes));
+      } else {
+        if (symbolD === 30) this.zlibRefuses = true;
+        // A copy may overlap what it writes (a distance shorter than its length), byte by byte as a decoder copies.
+        for (let k = produced; k < produced + length && k < outBytes; k++) out![k] = out![k - reach]!;
+      }
       produced += length;
       huffmanBytes += length;
       // A length and a distance: two symbols.
@@ -541,8 +560,8 @@ class Walk {
     const distances = this.bits(5);
     const codeLengthCodes = this.bits(4);
     if (codeLengthCodes < 0) return truncated;
-    // More codes than RFC 1951 has symbols (288 and 32 fit the fields): fflate reads their lengths (a symbol past 285 or
-    // 29 used in the data still stops the walk: fflate's reading of those is not emulated).
+    // More codes than RFC 1951 has symbols (288 and 32 fit the fields): fflate reads their lengths, and the symbols past
+    // 285 and 29 in the data as huffmanData says.
     if ((literals + 257 > 286 || distances + 1 > 30) && !this.readsAs(false, true)) return invalid;
     const codeLengths = new Uint8Array(19);
     for (let i = 0; i < codeLengthCodes + 4; i++) {

@@ -179,9 +179,10 @@ export function mixedStream(blocks: readonly MixedBlock[]): Buffer {
 
 /**
  * One final fixed Huffman block of `symbols` and end-of-block: literals (below 256), or lengths whose codes need no
- * extra bits (257-264, 285, and 286 and 287, which zlib refuses and fflate reads), each with distance code 0 (one back).
+ * extra bits (257-264, 285, and 286 and 287, which zlib refuses and fflate reads), each with distance code 0 (one back)
+ * unless given with its own (`{ length, distance }`: 0-3, which need no extra bits, and 30 and 31, which zlib refuses).
  */
-export function fixedBlock(symbols: readonly number[]): Buffer {
+export function fixedBlock(symbols: readonly (number | { length: number; distance: number })[]): Buffer {
   const out = new BitWriter();
   out.bits(1, 1); // BFINAL
   out.bits(1, 2); // BTYPE 01: fixed codes
@@ -193,9 +194,10 @@ export function fixedBlock(symbols: readonly number[]): Buffer {
         : s < 280
           ? { code: s - 256, length: 7 }
           : { code: 0xc0 + s - 280, length: 8 };
-  for (const s of symbols) {
+  for (const entry of symbols) {
+    const { length: s, distance } = typeof entry === 'number' ? { length: entry, distance: 0 } : entry;
     out.code(code(s));
-    if (s > 256) out.code({ code: 0, length: 5 }); // distance code 0
+    if (s > 256) out.code({ code: distance, length: 5 });
   }
   out.code(code(256));
   return out.bytes();

@@ -4,7 +4,8 @@
  * looks at its NLEN (fflate's inflate does the same), and checks no checksum (gzip's header CRC and trailers
  * included). Tests use it to prove that a stream the scrubber must redact really gives a secret to an agent; it shares
  * no code with the scrubber. Length symbols 286 and 287, which zlib refuses, are read as fflate reads them: copies of
- * 260 and 261 bytes (no extra bits); incomplete Huffman codes too (dynamicCodes). With `zeroPaddedMembers`, gzip members are joined across zero bytes between one
+ * 260 and 261 bytes (no extra bits); distance symbols 30 and 31 too (32,769 back, and a copy of zeros); incomplete
+ * Huffman codes too (dynamicCodes). With `zeroPaddedMembers`, gzip members are joined across zero bytes between one
  * member's trailer and the next member, as Python's gzip.decompress joins them.
  */
 
@@ -21,11 +22,14 @@ const lengthBase = [
   260, 261,
 ];
 const lengthExtra = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0, 0, 0];
+// 30 and 31: zlib refuses them; fflate's table reads 30 as 32,769 back, and 31 past its end (NaN: a copy of zeros).
 const distBase = [
   1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145,
-  8193, 12289, 16385, 24577,
+  8193, 12289, 16385, 24577, 32769,
 ];
-const distExtra = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
+const distExtra = [
+  0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 0, 0,
+];
 const clOrder = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
 
 class End extends Error {}
@@ -48,7 +52,7 @@ function codeMap(lengths: readonly number[]): Map<string, number> {
 }
 
 const fixedLit = codeMap(Array.from({ length: 288 }, (_, s) => (s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8)));
-const fixedDist = codeMap(new Array<number>(30).fill(5));
+const fixedDist = codeMap(new Array<number>(32).fill(5));
 
 /**
  * A dynamic block's two codes (RFC 1951 3.2.7), read with the decoder's own bit and symbol readers. An incomplete code
@@ -143,8 +147,9 @@ export function lenientInflate(format: LenientFormat, data: Uint8Array, options:
           const length = lengthBase[s - 257]! + bits(lengthExtra[s - 257]!);
           const d = symbol(dist);
           const distance = distBase[d]! + bits(distExtra[d]!);
-          if (distance > out.length - start) throw new End();
-          for (let i = 0; i < length; i++) out.push(out[out.length - distance]!);
+          if (d === 31) out.push(...new Array<number>(length).fill(0));
+          else if (distance > out.length - start) throw new End();
+          else for (let i = 0; i < length; i++) out.push(out[out.length - distance]!);
         }
       }
     }
