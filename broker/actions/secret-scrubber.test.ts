@@ -841,9 +841,10 @@ describe('a Huffman code zlib refuses and fflate reads', () => {
   it.each(shapes)('redacts a hex token in %s, as bytes, base64 or hex', (_name, compress) =>
     fc.assert(
       fc.property(hexToken, fc.constantFrom('bytes', 'base64', 'hex'), (token, encoding) => {
-        // Data whose first bytes read as text is not tried (see startsLikeText): an inner stream so stays out.
-        fc.pre(compress !== ofRawDeflate || !startsLikeText(innerDeflate(token)));
         const stream = compress(token);
+        // Data whose first bytes read as text is not tried (see startsLikeText): a stream so stays out, and an inner
+        // one (a hex token's raw deflate with fixed codes is often printable: ~1 in 2,000 of the gap shape's runs).
+        fc.pre(!startsLikeText(stream) && (compress !== ofRawDeflate || !startsLikeText(innerDeflate(token))));
         const body = encoding === 'bytes' ? stream : Buffer.from(JSON.stringify({ data: stream.toString(encoding) }));
         // The attack is real: fflate gives the token out of what the remote sent.
         expect(agentGets(body, token)).toBe(true);
