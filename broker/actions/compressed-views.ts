@@ -1013,10 +1013,12 @@ function* longestDecodableUnkept(
     const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData, maxOutput + 1);
     if (copy === undefined) return false;
     trace.mended = true;
-    // Where NLEN is not mended (`mends` false: a view's stored pieces, a stored block's own data) a code zlib refuses
-    // is still read: only a re-encoded copy is taken there (a walk past its budget leaves zlib's answer, as before).
-    if (!mends && (typeof copy !== 'object' || !('copy' in copy) || copy.inputBytes === undefined)) return false;
+    // A walk past its budget cannot say what a lenient decoder reads on to: unchecked, whether NLEN is mended here or
+    // not (zlib's answer stood where it was not, and a token past zlib's stop went out: helper-217's review).
     if (copy === 'unchecked') return copy;
+    // Where NLEN is not mended (`mends` false: a view's stored pieces, a stored block's own data) a code zlib refuses
+    // is still read: only a re-encoded copy is taken there.
+    if (!mends && (!('copy' in copy) || copy.inputBytes === undefined)) return false;
     if ('inPlace' in copy) {
       trace.inPlace = copy.inPlace;
       return 'in_place';

@@ -900,6 +900,49 @@ describe('a Huffman code zlib refuses and fflate reads', () => {
     }
   });
 
+  // Where NLEN is not mended (a stored block's own data), a stream zlib refuses the codes of is still walked; a walk that
+  // runs out of its budget (here: 400 empty dynamic blocks zlib reads, each with a 15-bit literal code, ~33k walk units
+  // each) says nothing of what fflate reads on to, so it is redacted to the end; zlib's answer, which stops before the
+  // token, stood (helper-217's review: the token went out behind distance symbol 31, 30 or length symbol 286).
+  it.each([
+    ['distance symbol 31', { length: 285, distance: 31 }],
+    ['length symbol 286', 286],
+  ] as const)('redacts a stream behind %s that spends the walk budget where NLEN is not mended', (_name, symbol) => {
+    const token = randomBytes(16).toString('hex');
+    const lengths = [...Array.from({ length: 14 }, (_, s) => s + 1), 15, ...new Array<number>(241).fill(0), 15, 0];
+    const costly = dynamicBlock({
+      final: false,
+      emptyStoredAfter: true,
+      literalCodes: 257,
+      distanceCodes: 1,
+      lengthsCode: Object.fromEntries(Array.from({ length: 16 }, (_, s) => [s, 4])),
+      lengths,
+      literalCode: Object.fromEntries(lengths.slice(0, 257).flatMap((l, s) => (l > 0 ? [[s, l]] : []))),
+      data: [256],
+    });
+    const inner = Buffer.concat([
+      ...new Array<Buffer>(400).fill(costly),
+      fixedBlock([...Buffer.from('ab'), symbol, ...Buffer.from(token)]),
+    ]);
+    expect(() => inflateRawSync(inner)).toThrow(/invalid (distance|literal\/length) code/);
+    // Text first (no raw deflate is tried at the start), then zlib whose one stored block (a wrong NLEN) holds `inner`.
+    const zlibHeader = Buffer.from([0x78, 0x9c]);
+    const body = Buffer.concat([
+      Buffer.from('{"status":"ok","note":"binary attachment follows","data":"'),
+      zlibHeader,
+      mixedStream([{ stored: inner }]),
+      Buffer.from(' bye'),
+    ]);
+    const agentGets = (bytes: Buffer): boolean => {
+      const at = bytes.indexOf(zlibHeader);
+      return at >= 0 && orFalse(() => fflateStreaming(fflateStreaming(bytes.subarray(at + 2))).includes(token));
+    };
+    expect(agentGets(body)).toBe(true);
+    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+    expect(out.redacted).toBe(true);
+    expect(agentGets(out.bytes)).toBe(false);
+  });
+
   // The copy zlib is given is the stream's output as stored blocks, shorter or longer than the stream: what is redacted
   // is the stream's own bytes, and what follows it is delivered.
   it('redacts the stream’s own bytes, whatever the length of what it decodes to', () => {
