@@ -61,6 +61,7 @@ const { brotliCompressSync, brotliDecompressSync, constants, deflateRawSync, inf
 const { secretParts, secretScrubber } = await import('./secret-scrubber.js');
 const { watchEventLoop } = await import('../testing/event-loop-gaps.js');
 const { lenientInflate } = await import('../testing/lenient-inflate.js');
+const { fixedBlock } = await import('../testing/incomplete-code-deflate.js');
 /** node:zlib itself, not watched: what the tests build and check with is not counted as the scrubber's calls. */
 const zlibReal = await vi.importActual<typeof Zlib>('node:zlib');
 const {
@@ -727,6 +728,10 @@ describe('what a short start decodes to, kept whole (longestDecodable for inputs
       fc.string({ minLength: 12, maxLength: 40 }).map((t) => brotliCompressSync(t)),
       // A stored block whose NLEN disagrees, followed by another: mended, never kept.
       fc.constant(Buffer.from([0x00, 4, 0, 0, 0, 0x61, 0x62, 0x63, 0x64, 0x01, 2, 0, 0xfd, 0xff, 0x65, 0x66])),
+      // Distance symbol 31 and length symbol 286 (zlib refuses them, fflate reads them): the walk's output, re-encoded.
+      fc
+        .string({ minLength: 4, maxLength: 20 })
+        .map((t) => fixedBlock([...Buffer.from(t), { length: 257, distance: 31 }, ...Buffer.from(t), 286])),
     ),
     { minLength: 1, maxLength: 10 },
   );
@@ -770,5 +775,25 @@ describe('what a short start decodes to, kept whole (longestDecodable for inputs
     again.views[0]!.bytes.fill(0);
     const third = inflatedViews(view, starts, inflateBudget(), 4);
     expect(third.views.map((v) => v.bytes.toString())[0]).toEqual('a secret-looking 0123456789abcdef');
+  });
+
+  it('a stream the walk re-encodes (codes zlib refuses), seen before, makes no decoder call and charges its walk', () => {
+    const stream = fixedBlock([
+      ...Buffer.from('a secret-looking'),
+      { length: 257, distance: 31 },
+      ...Buffer.from('tail'),
+    ]);
+    const { view, starts } = piecesView([stream]);
+    const coldBudget = inflateBudget();
+    const first = inflatedViews(view, starts, coldBudget, 4);
+    const expected = Buffer.concat([Buffer.from('a secret-looking'), Buffer.alloc(3), Buffer.from('tail')]);
+    expect(first.views.map((v) => v.bytes)).toContainEqual(expected);
+    expect(coldBudget.walkUnitsLeft).toBeLessThan(inflateBudget().walkUnitsLeft);
+    decoderCalls.length = 0;
+    const warmBudget = inflateBudget();
+    const again = inflatedViews(view, starts, warmBudget, 4);
+    expect(decoderCalls).toEqual([]);
+    expect(again.views.map((v) => v.bytes)).toContainEqual(expected);
+    expect(warmBudget).toEqual(coldBudget);
   });
 });

@@ -930,8 +930,8 @@ function* longestDecodable(
   }
   const [callsLeft, inputBytesLeft, walkUnitsLeft] = [budget.callsLeft, budget.inputBytesLeft, budget.walkUnitsLeft];
   const got = yield* longestDecodableUnkept(format, input, maxOutput, budget, options, trace);
-  // Kept only when the calls alone decided it: no stored block mended (the walk has a budget of its own), no budget run
-  // out ('too_large'), and not too many decoded bytes to keep.
+  // Kept only when the calls (and a walk's re-encoded copy, its units charged on a hit) decided it: no stored block's
+  // NLEN mended, no budget run out ('too_large', 'unchecked'), and not too many decoded bytes to keep.
   const keep =
     !trace.mended &&
     (got === undefined ||
@@ -955,7 +955,10 @@ interface LongestDecodableOptions {
   readonly mends?: boolean;
 }
 
-/** What a decode met: a stored block mended; a lenient decoder reads nothing but one stored block's data, there. */
+/**
+ * What a decode met: `mended`, an answer not to keep (a stored block's NLEN mended, the walk's budget spent, or a
+ * lenient decoder reading nothing but one stored block's data: `inPlace`, there).
+ */
 interface DecodeTrace {
   mended: boolean;
   inPlace?: readonly [at: number, end: number];
@@ -973,7 +976,8 @@ const outcomeMemo = new Map<
     readonly decoded: Decoded | undefined;
     readonly calls: number;
     readonly inputBytes: number;
-    /** Walk units a walk that found nothing to mend took (zlib's code messages: noise meets them often). */
+    /** Walk units the walks took: one that found nothing to mend (noise meets zlib's code messages often), or one whose
+     * output was re-encoded. */
     readonly walkUnits: number;
   }
 >();
@@ -1012,7 +1016,10 @@ function* longestDecodableUnkept(
     if (got === 'stored_lengths') trace.mended = true;
     const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData, maxOutput + 1);
     if (copy === undefined) return false;
-    trace.mended = true;
+    // A copy re-encoded from the walk's output (codes zlib refuses) is a function of the bytes as the calls' answers
+    // are, and a hit charges the walk units it took: its answer may be kept. NLEN mended, or one stored block's bytes
+    // in place (`trace.inPlace`, which a kept `undefined` would lose), are not.
+    if (copy === 'unchecked' || !('copy' in copy) || copy.inputBytes === undefined) trace.mended = true;
     // A walk past its budget cannot say what a lenient decoder reads on to: unchecked, whether NLEN is mended here or
     // not (zlib's answer stood where it was not, and a token past zlib's stop went out: helper-217's review).
     if (copy === 'unchecked') return copy;
