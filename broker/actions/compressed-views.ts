@@ -1016,9 +1016,10 @@ function* longestDecodableUnkept(
     if (got === 'stored_lengths') trace.mended = true;
     const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData, maxOutput + 1);
     if (copy === undefined) return false;
-    // A copy re-encoded from the walk's output (codes zlib refuses) is a function of the bytes as the calls' answers
-    // are, and a hit charges the walk units it took: its answer may be kept. NLEN mended, or one stored block's bytes
-    // in place (`trace.inPlace`, which a kept `undefined` would lose), are not.
+    // A copy re-encoded from the walk's output (codes zlib refuses; wrong NLENs after them are in it too) is a function
+    // of the bytes as the calls' answers are, and a hit charges the walk units it took: its answer may be kept. A copy
+    // with only NLEN mended, one after zlib stopped at a stored block first, or one stored block's bytes in place
+    // (`trace.inPlace`, which a kept `undefined` would lose) are not (helper-218 read it: no hit sees less).
     if (copy === 'unchecked' || !('copy' in copy) || copy.inputBytes === undefined) trace.mended = true;
     // A walk past its budget cannot say what a lenient decoder reads on to: unchecked, whether NLEN is mended here or
     // not (zlib's answer stood where it was not, and a token past zlib's stop went out: helper-217's review).
