@@ -10,6 +10,7 @@ import {
   gunzipSync,
   gzipSync,
   inflateRawSync,
+  inflateSync,
 } from 'node:zlib';
 import fc from 'fast-check';
 import { gunzipSync as fflateGunzip, inflateSync as fflateInflate, unzlibSync as fflateUnzlib } from 'fflate';
@@ -1224,4 +1225,133 @@ describe('scrubAsync on inputs that were one long step (THREAT-MODEL 4: one answ
     },
     60_000,
   );
+});
+
+// A remote that turns bytes into text one byte per character (`buf.toString('latin1')`, Python's `decode('latin-1')`)
+// and writes that text out: the agent reads each character back as its byte. Compressed, the token went out whole
+// (JSON and HTML escapes decoded to characters, not bytes; raw deflate behind a plain first byte was never tried).
+describe('binary a remote carries as text, one byte per character (latin1)', () => {
+  const hexToken = fc.uint8Array({ minLength: 10, maxLength: 40 }).map((b) => Buffer.from(b).toString('hex'));
+  const latin1 = (b: Buffer) => b.toString('latin1');
+  const asciiJson = (s: string) =>
+    JSON.stringify(s).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const xmlRefs = (b: Buffer) =>
+    [...b]
+      .map((x) =>
+        x >= 0x20 && x < 0x7f && !`<>&"'`.includes(String.fromCharCode(x)) ? String.fromCharCode(x) : `&#${x};`,
+      )
+      .join('');
+  const quote = (b: Buffer, plain: RegExp) =>
+    [...b]
+      .map((x) => (plain.test(String.fromCharCode(x)) ? String.fromCharCode(x) : `%${hex2(x).toUpperCase()}`))
+      .join('');
+  const asBytes = (text: string) => Buffer.from(text, 'latin1');
+
+  // The agent's reading, written here (not the scrubber's code): every JSON string, the text, the references or the
+  // percent escapes decoded, each character taken as its byte.
+  const jsonStrings = (body: Buffer): Buffer[] =>
+    [...body.toString('utf8').matchAll(/"((?:[^"\\]|\\.)*)"/g)].flatMap(([, inner]) => {
+      try {
+        return [asBytes(JSON.parse(`"${inner}"`) as string)];
+      } catch {
+        return [];
+      }
+    });
+  const textBytes = (body: Buffer): Buffer[] => [asBytes(body.toString('utf8'))];
+  const xmlBytes = (body: Buffer): Buffer[] => [
+    asBytes(body.toString('utf8').replace(/&#(\d+);/g, (_, d: string) => String.fromCharCode(Number(d)))),
+  ];
+  const percentBytes = (body: Buffer): Buffer[] => [
+    asBytes(latin1(body).replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)))),
+  ];
+  interface Carrier {
+    readonly name: string;
+    readonly carry: (stream: Buffer) => Buffer;
+    readonly read: (body: Buffer) => Buffer[];
+    /** Which streams it carries as the scrubber reads them (default: every one). */
+    readonly carries?: (stream: Buffer) => boolean;
+  }
+  const carriers: readonly Carrier[] = [
+    {
+      name: 'a JSON string (JSON.stringify: control characters escaped, the rest UTF-8)',
+      carry: (stream) => Buffer.from(JSON.stringify({ ok: true, data: latin1(stream) })),
+      read: jsonStrings,
+    },
+    {
+      name: 'an ASCII-only JSON string (Python json.dumps: \\u00XX)',
+      carry: (stream) => Buffer.from(`{"ok": true, "data": ${asciiJson(latin1(stream))}}`),
+      read: jsonStrings,
+    },
+    {
+      name: 'UTF-8 text after a label',
+      carry: (stream) => Buffer.from(`data: ${latin1(stream)}`),
+      read: textBytes,
+      // Without a byte past ASCII such text is the stream's own bytes behind a text prefix: plain binary's rule, not
+      // tried there (docs/http-channel.md, "What a remote can still do"); the other carriers escape some of its bytes.
+      carries: (stream) => stream.some((b) => b >= 0x80),
+    },
+    {
+      name: 'XML character references',
+      carry: (stream) => Buffer.from(`<r><data>${xmlRefs(stream)}</data></r>`),
+      read: xmlBytes,
+    },
+    {
+      name: 'a query value percent-encoded with letters, digits and / plain (Python quote)',
+      carry: (stream) => Buffer.from(`id=7&q=${quote(stream, /[A-Za-z0-9_.~/-]/)}&ok=1`),
+      read: percentBytes,
+    },
+    {
+      name: "a query value percent-encoded with ' ( ) plain (encodeURIComponent's set)",
+      carry: (stream) => Buffer.from(`id=7&q=${quote(stream, /[A-Za-z0-9_.!~*'()-]/)}&ok=1`),
+      read: percentBytes,
+    },
+  ];
+  const compressors: ReadonlyArray<readonly [string, (b: Buffer) => Buffer]> = [
+    ['gzip', (b) => gzipSync(b)],
+    ['zlib', (b) => deflateSync(b)],
+    ['raw deflate', (b) => deflateRawSync(b)],
+    ['brotli', (b) => brotliCompressSync(b)],
+  ];
+  const syncFlush = { finishFlush: constants.Z_SYNC_FLUSH };
+  const decoders: ReadonlyArray<(b: Buffer) => Buffer> = [
+    (b) => gunzipSync(b, syncFlush),
+    (b) => inflateSync(b, syncFlush),
+    (b) => inflateRawSync(b, syncFlush),
+    (b) => brotliDecompressSync(b, { finishFlush: constants.BROTLI_OPERATION_FLUSH }),
+  ];
+  /** Whether the agent decompresses `token` out of what it reads of `body`, from any of its first 24 bytes on. */
+  const agentGets = (body: Buffer, read: (body: Buffer) => Buffer[], token: string): boolean =>
+    read(body).some((blob) =>
+      [...Array(Math.min(24, blob.length)).keys()].some((at) =>
+        decoders.some((decode) => orFalse(() => decode(blob.subarray(at)).includes(token))),
+      ),
+    );
+
+  it.each(carriers.map((c) => [c.name, c] as const))(
+    'redacts a token compressed, carried as %s',
+    (_name, { carry, read, carries = () => true }) =>
+      fc.assert(
+        fc.property(hexToken, fc.constantFrom(...compressors), (token, [, compress]) => {
+          const stream = compress(Buffer.from(`Bearer ${token}`));
+          fc.pre(!startsLikeText(stream) && carries(stream));
+          const body = carry(stream);
+          expect(agentGets(body, read, token)).toBe(true);
+          const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+          expect(out.redacted).toBe(true);
+          expect(agentGets(out.bytes, read, token)).toBe(false);
+        }),
+        { numRuns: 80 },
+      ),
+  );
+
+  it('leaves text in other languages and a JSON of escaped accents as they are', () => {
+    const token = randomBytes(16).toString('hex');
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token }));
+    const prose = 'Déjà vu: le garçon a mangé la crème brûlée à côté de l’église, où ça coûte cher. '.repeat(200);
+    for (const body of [Buffer.from(prose), Buffer.from(asciiJson(prose)), Buffer.from(JSON.stringify({ prose }))]) {
+      const out = scrubber.scrub(body);
+      expect(out.redacted).toBe(false);
+      expect(out.bytes.equals(body)).toBe(true);
+    }
+  });
 });

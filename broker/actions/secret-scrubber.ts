@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { SecretMaterial } from '../ports/index.js';
 import {
   type DataStarts,
@@ -24,7 +25,9 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *
  *   escape views   percent (%XX, either hex case, any subset of bytes encoded; plus a '+'-as-space variant when a
  *                  part holds a space), JSON/JS string escapes (\uXXXX incl. surrogate pairs -> UTF-8,
- *                  \" \\ \/ \b \f \n \r \t, \xHH), HTML character references (&#NN; &#xHH; &amp; &lt; &gt; &quot; &apos;).
+ *                  \" \\ \/ \b \f \n \r \t, \xHH), HTML character references (&#NN; &#xHH; &amp; &lt; &gt; &quot; &apos;);
+ *                  and text that carries bytes one per character (latin1: `latin1Kinds`), raw UTF-8, in a JSON string or
+ *                  as numeric references, each character up to U+00FF read as its byte, as an agent reads it back.
  *                  A hit maps back to exactly the escapes and bytes it came from.
  *   run views      base64 and base64url (one alphabet: -_ read as +/) and hex (any case). A run is a maximal stretch
  *                  of the alphabet; '=' and line breaks inside it are read past, so concatenated padded blobs and
@@ -42,7 +45,8 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *
  *   inflated views compressed streams the remote did not declare (compressed-views.ts): gzip, zlib and zip entries
  *                  wherever their signature is, raw deflate and brotli where non-text data starts (in a percent
- *                  view also where each run of escapes starts: `q=%63%b4…`), in every view
+ *                  or latin1 view also where each value that holds an escape starts: `q=%63%b4…`, `q=s%b4…`,
+ *                  `escapeRunStarts`), in every view
  *                  above (so base64 of gzip, gzip of JSON-escaped text...). Compressed, a part can be shorter than
  *                  itself (brotli writes 40 hex digits in ~37 bytes): runs too short to hold a part as they are are
  *                  decoded too, cut at each '=' (`key=<base64>`), at their first symbol, every one of them (every
@@ -67,7 +71,8 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * header, after empty blocks: there brotli is tried where a compressed meta-block may write); percent-encoded
  * compressed data a remote cuts with a separator it leaves unescaped inside its own value (`q=%63%b4&%…`); a preset zlib
  * dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
- * encodings; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
+ * encodings; latin1 text whose stretch of valid UTF-8 is shorter than `textStretchBytesMin`, or that maps bytes past
+ * U+00FF; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
  * `partBytesMin` are not searched: they would redact at random.
  *
  * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
@@ -433,6 +438,9 @@ class EscapeSink {
   readonly out: Buffer;
   length = 0;
   escapes = 0;
+  /** UTF-8 pairs read as one byte (latin1PairAt), and escapes that decoded to a byte text does not hold (`textByte`). */
+  pairs = 0;
+  binary = 0;
   pieces = 0;
   /** Per piece: its first view byte, the parent span [from, to) and 1 for plain / 0 for an escape. */
   pieceAt = new Int32Array(64);
@@ -444,9 +452,12 @@ class EscapeSink {
   private pendingFrom = 0;
   private pendingTo = 0;
 
-  /** Every escape decodes to at most as many bytes as it is long, so the view never outgrows its parent. */
-  constructor(private readonly src: Buffer) {
-    this.out = Buffer.allocUnsafe(src.length);
+  /** Every escape decodes to at most as many bytes as it is long, so the view never outgrows the range it reads. */
+  constructor(
+    private readonly src: Buffer,
+    capacity = src.length,
+  ) {
+    this.out = Buffer.allocUnsafe(capacity);
   }
 
   plain(from: number, to: number): void {
@@ -461,6 +472,7 @@ class EscapeSink {
     this.piece(from, to, 0);
     this.out[this.length++] = byte;
     this.escapes++;
+    if (textByte[byte] !== 1) this.binary++;
   }
 
   /** UTF-8, as Buffer.from(string) would write it (a lone surrogate becomes U+FFFD). */
@@ -529,6 +541,61 @@ interface EscapeKind {
   readonly triggers: readonly number[];
   /** Decodes the escape at `at` (a trigger byte) into the sink and returns where it ends, or -1 when there is none. */
   decodeAt(src: Buffer, at: number, sink: EscapeSink): number;
+  /**
+   * Its escapes stand for bytes (percent, form, the latin1 kinds): compressed data can hide behind them, and where a
+   * value starts and ends in its views (escapeRunStarts).
+   */
+  readonly bytes?: ValueBounds;
+  /**
+   * A latin1 kind (text read back as bytes, one per character: `latin1Kinds`): a view is made only where an escape
+   * decoded to a byte text does not hold (a control character, 0x7F and up: compressed data holds them in its first
+   * bytes, or is not tried, `looksLikeText`), and for one that also reads escapes of its own ('escapes': JSON, HTML)
+   * only where it decoded one of them (else its UTF-8 pairs alone, 'pairs', give the same view). Text with `\n` and
+   * `&amp;` makes none; `\u001f` does even where no byte is past ASCII (raw deflate of a low-entropy token): the
+   * views of characters are not looked into for compressed data.
+   */
+  readonly latin1?: 'pairs' | 'escapes';
+}
+
+/**
+ * Where a value starts (after a byte of `after`) and ends (at a byte of `endsAt`; none: the view's end) in text; with
+ * `every`, each separator since the value's start starts data (one an encoder leaves plain may lie inside it), else
+ * only the last one before an escape.
+ */
+interface ValueBounds {
+  readonly after: Uint8Array;
+  readonly endsAt: Uint8Array | undefined;
+  readonly every: boolean;
+  /** Only a value that holds an escape of a byte text does not hold is a start (the latin1 kinds: see `latin1`). */
+  readonly binaryOnly?: true;
+}
+
+/** Bytes text holds: printable ASCII, tab, line feed, carriage return. */
+const textByte = Uint8Array.from({ length: 256 }, (_, b) =>
+  (b >= 0x20 && b < 0x7f) || b === 0x09 || b === 0x0a || b === 0x0d ? 1 : 0,
+);
+
+function byteSet(chars: string): Uint8Array {
+  return Uint8Array.from({ length: 256 }, (_, b) => (chars.includes(String.fromCharCode(b)) ? 1 : 0));
+}
+
+/** Bytes that end a key or a word before a value in text: `=`, `:`, quotes, brackets, `/`, `?`, `&`, `,`, `;`, blanks. */
+const textSeparators = `=:"'([{/?&,; \t\r\n`;
+/**
+ * A value in a query, a form, a path or a header: from a separator to a byte every percent encoder escapes in a value
+ * (`&`, quotes, `;`, angle brackets, blanks); others (`/`, `'`, `(`, `)`) some encoders leave plain.
+ */
+const separatedValues: ValueBounds = {
+  after: byteSet(textSeparators),
+  endsAt: byteSet('&";<> \t\r\n'),
+  every: true,
+};
+
+/** Whether decodeEscapes makes a view of what the sink holds. */
+function escapesMakeView(kind: EscapeKind, sink: EscapeSink): boolean {
+  if (sink.escapes === 0) return false;
+  if (kind.latin1 === undefined) return true;
+  return sink.binary > 0 && (kind.latin1 === 'pairs' || sink.escapes > sink.pairs);
 }
 
 /**
@@ -537,12 +604,33 @@ interface EscapeKind {
  */
 const escapeDecodeStepTriggers = 32 * 1024;
 
-function* decodeEscapes(view: View, kind: EscapeKind): Steps<View | undefined> {
+/**
+ * The views `kind` decodes of `view`: one of the whole view, or for a latin1 kind one of each stretch of text in it
+ * (`textStretchesOf`): in noise a few stretches of ~16-30 bytes, not a copy of the megabyte around them.
+ */
+function* decodeEscapes(view: View, kind: EscapeKind): Steps<View[]> {
   const src = view.bytes;
-  const next = kind.triggers.map((t) => src.indexOf(t));
+  if (kind.triggers.every((t) => src.indexOf(t) < 0)) return [];
+  const ranges = kind.latin1 === undefined ? [0, src.length] : textStretchesOf(view);
+  const views: View[] = [];
+  for (let k = 0; k < ranges.length; k += 2) {
+    const child = yield* decodeRange(view, kind, ranges[k]!, ranges[k + 1]!);
+    if (child) views.push(child);
+  }
+  return views;
+}
+
+/** The escapes of `kind` in [from, to) of `view` decoded, the rest copied: a view of that range, or none. */
+function* decodeRange(view: View, kind: EscapeKind, from: number, to: number): Steps<View | undefined> {
+  const src = view.bytes;
+  const indexIn = (byte: number, at: number): number => {
+    const i = src.indexOf(byte, at);
+    return i < to ? i : -1;
+  };
+  const next = kind.triggers.map((t) => indexIn(t, from));
   if (next.every((n) => n < 0)) return undefined;
-  const sink = new EscapeSink(src);
-  let at = 0;
+  const sink = new EscapeSink(src, to - from);
+  let at = from;
   let stepLeft = escapeDecodeStepTriggers;
   for (;;) {
     if (--stepLeft === 0) {
@@ -556,11 +644,10 @@ function* decodeEscapes(view: View, kind: EscapeKind): Steps<View | undefined> {
     const end = kind.decodeAt(src, p, sink);
     if (end < 0) sink.plain(p, p + 1);
     at = end < 0 ? p + 1 : end;
-    for (let k = 0; k < next.length; k++)
-      if (next[k]! >= 0 && next[k]! < at) next[k] = src.indexOf(kind.triggers[k]!, at);
+    for (let k = 0; k < next.length; k++) if (next[k]! >= 0 && next[k]! < at) next[k] = indexIn(kind.triggers[k]!, at);
   }
-  sink.plain(at, src.length);
-  return sink.escapes === 0 ? undefined : sink.view(view);
+  sink.plain(at, to);
+  return escapesMakeView(kind, sink) ? sink.view(view) : undefined;
 }
 
 const none = 255;
@@ -597,7 +684,12 @@ const jsonSimpleEscapes: Record<number, number> = {
   0x74: 9,
 };
 
-function jsonAt(src: Buffer, at: number, sink: EscapeSink): number {
+/**
+ * A JSON / JS string escape at `at`. `\uXXXX` decodes to the code point's UTF-8, as a JSON parser's string written as
+ * text gives it; with `latin1`, to the byte an agent that reads the string as bytes gets (`Buffer.from(s, 'latin1')`,
+ * Python's `s.encode('latin-1')`), and only up to U+00FF (above, the string does not carry bytes that way).
+ */
+function jsonAt(src: Buffer, at: number, sink: EscapeSink, latin1 = false): number {
   const next = src[at + 1];
   const simple = next === undefined ? undefined : jsonSimpleEscapes[next];
   if (simple !== undefined) {
@@ -610,7 +702,11 @@ function jsonAt(src: Buffer, at: number, sink: EscapeSink): number {
     return byte < 0 ? -1 : at + 4;
   }
   const unit = next === 0x75 ? hexAt(src, at + 2, 4) : -1;
-  if (unit < 0) return -1;
+  if (unit < 0 || (latin1 && unit > 0xff)) return -1;
+  if (latin1) {
+    sink.escape(at, at + 6, unit);
+    return at + 6;
+  }
   let end = at + 6;
   let cp = unit;
   const low =
@@ -636,7 +732,8 @@ const htmlNamed: ReadonlyArray<readonly [Buffer, number]> = (
 /** First bytes after '&' that can start a reference we decode: '#', 'a', 'l', 'g', 'q'. */
 const htmlStarts = new Set([0x23, 0x61, 0x6c, 0x67, 0x71]);
 
-function htmlAt(src: Buffer, at: number, sink: EscapeSink): number {
+/** An HTML character reference at `at`; with `latin1`, a numeric one decodes to a byte and only up to 255 (jsonAt). */
+function htmlAt(src: Buffer, at: number, sink: EscapeSink, latin1 = false): number {
   if (!htmlStarts.has(src[at + 1] ?? -1)) return -1;
   if (src[at + 1] !== 0x23) {
     const named = htmlNamed.find(([name]) => name.every((b, k) => src[at + 1 + k] === b));
@@ -655,19 +752,130 @@ function htmlAt(src: Buffer, at: number, sink: EscapeSink): number {
     i++;
   if (i === first) return -1;
   const end = src[i] === 0x3b ? i + 1 : i;
-  sink.escapeCodePoint(at, end, Number.parseInt(src.toString('latin1', first, i), hex ? 16 : 10));
-  return end;
+  const cp = Number.parseInt(src.toString('latin1', first, i), hex ? 16 : 10);
+  if (!latin1) sink.escapeCodePoint(at, end, cp);
+  else if (cp <= 0xff) sink.escape(at, end, cp);
+  return latin1 && cp > 0xff ? -1 : end;
 }
+
+/**
+ * A character from U+0080 to U+00FF written as UTF-8 (C2 80 to C3 BF), read as the one byte it stands for in latin1:
+ * binary a remote turned into text one byte per character (`buf.toString('latin1')`, Python's `decode('latin-1')`)
+ * and then wrote as UTF-8, raw or inside a JSON string, which an agent reads back the same way.
+ */
+function latin1PairAt(src: Buffer, at: number, sink: EscapeSink): number {
+  const lead = src[at]!;
+  const next = src[at + 1];
+  if ((lead !== 0xc2 && lead !== 0xc3) || next === undefined || (next & 0xc0) !== 0x80) return -1;
+  sink.escape(at, at + 2, ((lead & 0x03) << 6) | (next & 0x3f));
+  sink.pairs++;
+  return at + 2;
+}
+
+const latin1Pairs = [0xc2, 0xc3];
+
+/**
+ * Text that carries bytes is UTF-8 throughout; random binary is so only in stretches of a few bytes (in a megabyte,
+ * ~470 stretches of 12 bytes or more, ~50 of 16, none of 24). A latin1 kind reads stretches of valid UTF-8 this long
+ * (or a view valid whole), each a view of its own: its views of a megabyte of noise, copied whole and looked into for
+ * compressed data at depth after depth, made the scrub of random binary 2-4 times as slow. A stream that carries a
+ * part is longer, and the text around it belongs to its stretch.
+ */
+const textStretchBytesMin = 16;
+
+/** Where text lies in a view (utf8Stretches), found once per view for the three latin1 kinds. */
+const textStretchesOfViews = new WeakMap<View, Int32Array>();
+
+function textStretchesOf(view: View): Int32Array {
+  let stretches = textStretchesOfViews.get(view);
+  if (stretches === undefined) {
+    // Latin1 text is not looked for again inside a view of characters (JSON, HTML) or of latin1 text itself.
+    const characters = view instanceof EscapeView && byteEscapeViews.get(view) !== separatedValues;
+    const src = view.bytes;
+    stretches = characters ? new Int32Array(0) : isUtf8(src) ? Int32Array.of(0, src.length) : utf8Stretches(src);
+    textStretchesOfViews.set(view, stretches);
+  }
+  return stretches;
+}
+
+/**
+ * The stretches of `src` that are valid UTF-8 and at least textStretchBytesMin long, as [start, end) pairs in order. A
+ * lone 0xFD counts as valid: an agent's decoder turns an invalid byte into U+FFFD, whose latin1 byte is 0xFD, so a
+ * remote can send that byte of a stream as it is.
+ */
+function utf8Stretches(src: Buffer): Int32Array {
+  const out: number[] = [];
+  let start = 0;
+  const close = (end: number): void => {
+    if (end - start >= textStretchBytesMin) out.push(start, end);
+  };
+  for (let i = 0; i < src.length;) {
+    const b = src[i]!;
+    const n =
+      b < 0x80 || b === 0xfd
+        ? 1
+        : b >= 0xc2 && b <= 0xdf
+          ? 2
+          : b >= 0xe0 && b <= 0xef
+            ? 3
+            : b >= 0xf0 && b <= 0xf4
+              ? 4
+              : 0;
+    let valid = n > 0 && i + n <= src.length;
+    for (let k = 1; valid && k < n; k++) valid = (src[i + k]! & 0xc0) === 0x80;
+    if (valid && n === 3) valid = !(b === 0xe0 && src[i + 1]! < 0xa0) && !(b === 0xed && src[i + 1]! >= 0xa0);
+    if (valid && n === 4) valid = !(b === 0xf0 && src[i + 1]! < 0x90) && !(b === 0xf4 && src[i + 1]! >= 0x90);
+    if (valid) {
+      i += n;
+      continue;
+    }
+    close(i);
+    start = ++i;
+  }
+  close(src.length);
+  return Int32Array.from(out);
+}
+
+/**
+ * Text that carries bytes one per character (latin1): raw UTF-8 text, a JSON string (`JSON.stringify` writes control
+ * characters as `\u00XX` and the rest as UTF-8; Python's `json.dumps` writes everything past ASCII as `\u00XX`), an
+ * HTML or XML page of numeric references (`&#139;`, `xmlcharrefreplace`). Each is a view of bytes, looked into for
+ * compressed data like percent-encoding, made only where it differs from the views of characters (`latin1`).
+ */
+const latin1Kinds: readonly EscapeKind[] = [
+  // Raw text: a value runs to the view's end, from each of the last `valueStartsMax` separators before a character
+  // past ASCII (a stream's own first bytes may hold one: raw deflate can start with `\r`).
+  {
+    triggers: latin1Pairs,
+    decodeAt: latin1PairAt,
+    bytes: { after: byteSet(textSeparators), endsAt: undefined, every: true, binaryOnly: true },
+    latin1: 'pairs',
+  },
+  {
+    triggers: [0x5c, ...latin1Pairs],
+    decodeAt: (src, at, sink) => (src[at] === 0x5c ? jsonAt(src, at, sink, true) : latin1PairAt(src, at, sink)),
+    bytes: { after: byteSet('"'), endsAt: byteSet('"'), every: false, binaryOnly: true },
+    latin1: 'escapes',
+  },
+  {
+    triggers: [0x26, ...latin1Pairs],
+    decodeAt: (src, at, sink) => (src[at] === 0x26 ? htmlAt(src, at, sink, true) : latin1PairAt(src, at, sink)),
+    bytes: { after: byteSet(`"'>`), endsAt: byteSet('<'), every: true, binaryOnly: true },
+    latin1: 'escapes',
+  },
+];
 
 const formKind: EscapeKind = {
   triggers: [0x25, 0x2b],
   decodeAt: (src, at, sink) => (src[at] === 0x2b ? (sink.escape(at, at + 1, 0x20), at + 1) : percentAt(src, at, sink)),
+  bytes: separatedValues,
 };
 const escapeKinds: readonly EscapeKind[] = [
-  { triggers: [0x25], decodeAt: percentAt },
+  { triggers: [0x25], decodeAt: percentAt, bytes: separatedValues },
   formKind,
-  { triggers: [0x5c], decodeAt: jsonAt },
-  { triggers: [0x26], decodeAt: htmlAt },
+  { triggers: [0x5c], decodeAt: (src, at, sink) => jsonAt(src, at, sink) },
+  { triggers: [0x26], decodeAt: (src, at, sink) => htmlAt(src, at, sink) },
+  ...latin1Kinds,
 ];
 
 // ---- Run decoders: base64 / base64url and hex, at every symbol offset ----
@@ -1130,8 +1338,9 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     const level = inflations.get(view) ?? 0;
     const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan) : [];
     if (level > 0) for (const child of children) inflations.set(child, level);
-    // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding. A view
-    // whose seams are none holds no compressed data that was not looked for where it lies whole.
+    // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides behind percent-encoding and behind
+    // text read back one byte per character (the latin1 kinds). A view whose seams are none holds no compressed data
+    // that was not looked for where it lies whole.
     const looksInto =
       level < inflationsMax && !(view instanceof EscapeView && !byteEscapeViews.has(view)) && !holdsNothingNew(view);
     // A view decoded from one with seams (compressed-views.ts: stored blocks' bytes laid end to end) has its own. An
@@ -1150,7 +1359,7 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
       view instanceof RunView
         ? { at: view.dataAt, end: view.dataEnd }
         : view instanceof EscapeView
-          ? escapeRunStarts(view)
+          ? escapeRunStarts(view, byteEscapeViews.get(view)!)
           : [0];
     // Output shorter than a part is kept while it can still be looked into for compressed data: compressed, a part
     // can be shorter than itself, so the stream around it too (raw deflate of raw deflate of a 40-hex token: 38 bytes).
@@ -1247,47 +1456,69 @@ const runByte = Uint8Array.from({ length: 256 }, (_, b) =>
 );
 
 /**
- * Where data starts in a view of escapes: its first byte (to the view's end), and the first byte of each run of
- * escapes that follows a separator of text (`q=%63%b4…`, `"%1f%8b…`, `/%78%9c…`: the agent percent-decodes the value
- * after it), to the next separator left plain (`&`, `"`…: bytes a remote left unescaped, letters and digits, may lie
- * inside the stream; a separator would end the value). Not after any byte, nor each to the view's end: in a megabyte
- * of random binary ~30 `%XX` decode, and `=%…` repeated made each place decode the rest of the view (~5 s a MiB).
+ * Where data starts in a view of escapes: its first byte (to the view's end), and the first byte of each value that
+ * holds an escape, a value being what follows a separator of text (`q=%63%b4…`, `"%1f%8b…`, `/%78%9c…`, and
+ * `q=s%b4…`: encoders leave letters and digits plain, and raw deflate of `Bearer …` starts with `s`; the agent
+ * decodes the value after the separator), to the end of the value (`&`, `"`…: a separator the encoder escapes inside
+ * it). Which bytes start and end a value is the kind's (`ValueBounds`): a JSON string runs from a quote to the next,
+ * with `:` and blanks left plain inside it; text carrying bytes one per character has no end but the view's; where an
+ * encoder leaves some separators plain inside a value (Python's `quote` keeps `/`, `encodeURIComponent` keeps `'()`),
+ * every separator since the value's start is a start (at most `valueStartsMax` before its first escape). Not after
+ * any byte, nor each to the view's end where values end: in a megabyte of random binary ~30 `%XX` decode, and `=%…`
+ * repeated made each place decode the rest of the view (~5 s a MiB).
  */
-function escapeRunStarts(view: EscapeView): DataStarts {
+function escapeRunStarts(view: EscapeView, bounds: ValueBounds): DataStarts {
   const { at, plain } = view.pieces;
   const bytes = view.bytes;
   const [starts, ends] = [[0], [bytes.length]];
-  /** The start whose value has not ended yet (its end is the view's until a separator is found). */
-  let open = -1;
-  for (let p = 1; p < at.length; p++) {
+  /** The starts from this index on have not ended yet (their end is the view's until their value ends). */
+  let openFrom = 1;
+  /** Where values start since the last end, not starts yet: they become starts when an escape follows. */
+  const candidates: number[] = [];
+  for (let p = 0; p < at.length; p++) {
     const from = at[p]!;
     if (plain[p] === 1) {
       const to = p + 1 < at.length ? at[p + 1]! : bytes.length;
-      for (let i = from; open >= 0 && i < to; i++) if (separatorByte[bytes[i]!] === 1) [ends[open], open] = [i, -1];
-    } else if (plain[p - 1] === 1 && from > 0 && separatorByte[bytes[from - 1]!] === 1) {
-      open = starts.push(from) - 1;
-      ends.push(bytes.length);
+      for (let i = from; i < to; i++) {
+        const b = bytes[i]!;
+        if (bounds.endsAt?.[b] === 1) {
+          for (let k = openFrom; k < starts.length; k++) ends[k] = i;
+          openFrom = starts.length;
+          candidates.length = 0;
+        }
+        if (bounds.after[b] !== 1) continue;
+        if (!bounds.every) candidates.length = 0;
+        if (candidates.push(i + 1) > valueStartsMax) candidates.shift();
+      }
+    } else if (candidates.length > 0 && (!bounds.binaryOnly || textByte[bytes[from]!] !== 1)) {
+      for (const c of candidates) {
+        starts.push(c);
+        ends.push(bytes.length);
+      }
+      candidates.length = 0;
     }
   }
   return { at: starts, end: ends };
 }
 
-/** Bytes that end a key or a word before a value in text: `=`, `:`, quotes, brackets, `/`, `?`, `&`, `,`, `;`, blanks. */
-const separatorByte = Uint8Array.from({ length: 256 }, (_, b) =>
-  `=:"'([{/?&,; \t\r\n`.includes(String.fromCharCode(b)) ? 1 : 0,
-);
+/** Separators inside one value that start data of their own before its first escape (escapeRunStarts). */
+const valueStartsMax = 64;
 
-/** Escape views whose escapes stand for bytes (percent, form): compressed data can hide behind them. */
-const byteEscapeViews = new WeakSet<View>();
+/**
+ * Escape views whose escapes stand for bytes (percent, form, latin1): compressed data can hide behind them; with where
+ * values start and end in them (escapeRunStarts).
+ */
+const byteEscapeViews = new WeakMap<View, ValueBounds>();
 /** Run views of short runs (`shortRunSymbolsMin`). */
 const shortRunViews = new WeakSet<View>();
 
 function* childViews(view: View, plan: Plan): Steps<View[]> {
   const children: View[] = [];
   for (const kind of escapeKinds) {
-    const child = kind === formKind && !plan.spaceInPart ? undefined : yield* decodeEscapes(view, kind);
-    if (child && kind.triggers.includes(0x25)) byteEscapeViews.add(child);
-    if (child) children.push(child);
+    for (const child of kind === formKind && !plan.spaceInPart ? [] : yield* decodeEscapes(view, kind)) {
+      if (kind.bytes) byteEscapeViews.set(child, kind.bytes);
+      children.push(child);
+    }
     yield;
   }
   children.push(...(yield* decimalRunViews(view, plan)));
