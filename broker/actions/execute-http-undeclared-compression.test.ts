@@ -30,10 +30,14 @@ const decoders: ReadonlyArray<(b: Buffer) => Buffer> = [
   (b) => lenientInflate('gzip', b),
 ];
 
+/** Text read back one byte per character, as an agent reads bytes a remote wrote as latin1 text. */
+const latin1Bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
+
 /**
  * Everything an agent could make of `body`, computed here, not by the broker: the bytes, their base64/hex decodings and
- * the base64 in a JSON field, each decompressed by every decoder as a streaming decoder would (a truncated or corrupt
- * tail still yields what came before) at every offset up to 64 (noise before the stream is skipped).
+ * the base64 in a JSON field, the body's text, its JSON strings and its percent escapes read back one byte per
+ * character (latin1), each decompressed by every decoder as a streaming decoder would (a truncated or corrupt tail
+ * still yields what came before) at every offset up to 64 (noise before the stream is skipped).
  */
 function agentViews(body: Buffer): string[] {
   const text = body.toString('latin1');
@@ -41,6 +45,15 @@ function agentViews(body: Buffer): string[] {
   const b64 = [text, ...[...text.matchAll(/[A-Za-z0-9+/=]{16,}/g)].map((m) => m[0])];
   for (const t of b64) blobs.push(Buffer.from(t, 'base64'));
   if (/^[0-9a-f]+$/i.test(text)) blobs.push(Buffer.from(text, 'hex'));
+  const utf8 = body.toString('utf8');
+  blobs.push(latin1Bytes(utf8));
+  for (const [, inner] of utf8.matchAll(/"((?:[^"\\]|\\.)*)"/g))
+    try {
+      blobs.push(latin1Bytes(JSON.parse(`"${inner}"`) as string));
+    } catch {
+      // Not a JSON string.
+    }
+  blobs.push(latin1Bytes(text.replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)))));
   const views = blobs.map((b) => b.toString('latin1'));
   for (const blob of blobs)
     for (let offset = 0; offset < Math.min(64, blob.length); offset++)

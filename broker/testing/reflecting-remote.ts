@@ -27,7 +27,10 @@ import { brotliCompressSync, constants, crc32, deflateRawSync, deflateSync, gzip
  *    still yields the dump), or as text: base64 of gzip / of raw deflate, hex of zlib, JSON with base64
  *    of gzip in a field; gzip that zlib refuses and a lenient decoder (fflate) reads: a wrong header CRC
  *    (FHCRC), reserved FLG bits set, the dump split inside the authorization value across two members whose first
- *    has a wrong trailer (as bytes and as base64). The agent decompresses what the broker saw as opaque bytes.
+ *    has a wrong trailer (as bytes and as base64); bytes as text one per character (latin1): gzip in a JSON string
+ *    (JSON.stringify), raw deflate in an ASCII-only one (Python's json.dumps: \u00XX), zlib as UTF-8 text after a
+ *    label, raw deflate percent-encoded in a query value with letters, digits and `/` plain (Python's quote). The agent
+ *    decompresses what the broker saw as opaque bytes.
  *  - form-base64-br-token: the bearer token alone, brotli-compressed, as base64 after `auth=` in a form body;
  *  - case-flipped: the dump with the case of every ASCII letter swapped (a remote that upper-cases what it echoes);
  *  - buffer-json: the dump as Node writes a Buffer in JSON, {"type":"Buffer","data":[123,34,...]}.
@@ -70,6 +73,10 @@ function undeclaredModes() {
     'undeclared-gzip-reserved-flags',
     'undeclared-gzip-split-members',
     'undeclared-base64-gzip-split-members',
+    'undeclared-json-latin1-gzip',
+    'undeclared-json-ascii-latin1-raw-deflate',
+    'undeclared-text-latin1-zlib',
+    'undeclared-query-raw-deflate',
   ] as const;
 }
 export type ReflectMode = (typeof reflectModes)[number];
@@ -243,6 +250,10 @@ function reflect(mode: ReflectMode, req: IncomingMessage, dump: string): Answer 
     case 'undeclared-gzip-reserved-flags':
     case 'undeclared-gzip-split-members':
     case 'undeclared-base64-gzip-split-members':
+    case 'undeclared-json-latin1-gzip':
+    case 'undeclared-json-ascii-latin1-raw-deflate':
+    case 'undeclared-text-latin1-zlib':
+    case 'undeclared-query-raw-deflate':
       return undeclared(mode, dump);
     case 'form-base64-br-token': {
       // The token alone: brotli writes it in about its own length, in a run that starts at `auth`, not at the stream.
@@ -280,6 +291,11 @@ function undeclared(mode: ReturnType<typeof undeclaredModes>[number], dump: stri
     headers: { 'content-type': 'text/plain' },
     body: Buffer.from(body),
   });
+  const json = (value: unknown): Answer => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: Buffer.from(JSON.stringify(value)),
+  });
   switch (mode) {
     case 'undeclared-gzip':
       return binary(gzipSync(dump));
@@ -303,11 +319,7 @@ function undeclared(mode: ReturnType<typeof undeclaredModes>[number], dump: stri
     case 'undeclared-hex-zlib':
       return text(deflateSync(dump).toString('hex'));
     case 'undeclared-json-base64-gzip':
-      return {
-        status: 200,
-        headers: { 'content-type': 'application/json' },
-        body: Buffer.from(JSON.stringify({ kind: 'archive', data: gzipSync(dump).toString('base64') })),
-      };
+      return json({ kind: 'archive', data: gzipSync(dump).toString('base64') });
     case 'undeclared-gzip-bad-header-crc': {
       // FHCRC set, and the CRC-16 after the header is not the header's: zlib refuses the member, fflate skips it.
       const gz = gzipSync(dump);
@@ -327,6 +339,30 @@ function undeclared(mode: ReturnType<typeof undeclaredModes>[number], dump: stri
       return binary(splitMembers(dump));
     case 'undeclared-base64-gzip-split-members':
       return text(splitMembers(dump).toString('base64'));
+    // Bytes as text, one per character (latin1), written as UTF-8 or escaped: the agent reads each back as its byte.
+    case 'undeclared-json-latin1-gzip':
+      return json({ kind: 'archive', data: gzipSync(dump).toString('latin1') });
+    case 'undeclared-json-ascii-latin1-raw-deflate': {
+      // As Python's json.dumps writes it: everything past ASCII as \u00XX.
+      const data = JSON.stringify(deflateRawSync(dump).toString('latin1')).replace(
+        /[\u0080-\uffff]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+      );
+      return { ...json({}), body: Buffer.from(`{"kind": "archive", "data": ${data}}`) };
+    }
+    case 'undeclared-text-latin1-zlib':
+      return text(`data: ${deflateSync(dump).toString('latin1')}`);
+    case 'undeclared-query-raw-deflate': {
+      // As Python's urllib.parse.quote writes bytes: letters, digits, `_.-~` and `/` plain, the rest %XX.
+      const quoted = [...deflateRawSync(dump)]
+        .map((b) =>
+          /[A-Za-z0-9_.~/-]/.test(String.fromCharCode(b))
+            ? String.fromCharCode(b)
+            : `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
+        )
+        .join('');
+      return text(`id=7&q=${quoted}&ok=1`);
+    }
   }
 }
 
