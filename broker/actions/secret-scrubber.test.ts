@@ -331,8 +331,10 @@ describe('on a 1 MiB body', () => {
     const elapsedMs = performance.now() - started;
     expect(out.redacted).toBe(true);
     expect(leak(out.bytes.subarray(-200), token)).toBeUndefined();
-    // Typically ~30-60 ms; the bound catches a quadratic regression on a loaded CI box, not a slow one.
-    expect(elapsedMs).toBeLessThan(1500);
+    // ~0.9-1.5 s on the 2-core AMD VM (2026-12-05; every line's runs and escapes are looked into for compressed data,
+    // README "Scrubbing answers"), so a bound of 1.5 s failed under load. A quadratic regression on a megabyte takes
+    // minutes: the bound catches that, not a slow box.
+    expect(elapsedMs).toBeLessThan(10_000);
   });
 });
 
