@@ -1346,6 +1346,30 @@ describe('binary a remote carries as text, one byte per character (latin1)', () 
       ),
   );
 
+  // An agent's UTF-8 decoder reads an invalid byte as U+FFFD, whose latin1 byte is 0xFD: a remote can send that byte
+  // of a stream raw, and the text around it is still one stretch to read.
+  it('redacts a token brotli-compressed, carried as UTF-8 text with the stream’s 0xFD bytes sent raw', () => {
+    // A token whose brotli holds 0xFD before its last bytes (deflate's fixed codes for ASCII never make 0xFD).
+    const token = [...Array(2000).keys()]
+      .map(() => randomBytes(16).toString('hex'))
+      .find((t) => {
+        const br = brotliCompressSync(Buffer.from(`Bearer ${t}`));
+        const at = br.indexOf(0xfd);
+        return at > 0 && at < br.length - 4;
+      });
+    if (token === undefined) throw new Error('no token of 2000 has 0xFD inside its brotli stream');
+    const stream = brotliCompressSync(Buffer.from(`Bearer ${token}`));
+    const body = Buffer.concat([
+      Buffer.from('data: '),
+      ...[...stream].map((b) => (b === 0xfd ? Buffer.from([0xfd]) : Buffer.from(String.fromCharCode(b)))),
+    ]);
+    expect(body.includes(Buffer.from([0xc3, 0xbd]))).toBe(false);
+    expect(agentGets(body, textBytes, token)).toBe(true);
+    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+    expect(out.redacted).toBe(true);
+    expect(agentGets(out.bytes, textBytes, token)).toBe(false);
+  });
+
   it('leaves text in other languages and a JSON of escaped accents as they are', () => {
     const token = randomBytes(16).toString('hex');
     const scrubber = secretScrubber(secretParts({ kind: 'bearer', token }));
