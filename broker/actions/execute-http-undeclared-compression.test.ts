@@ -1,5 +1,5 @@
-import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { streamingDecoders } from '../testing/agent-decoders.js';
 import { canary, canaryLeaks, localRouteConfig, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { harnessWithRemote } from '../testing/harness-with-remote.js';
 import { lenientInflate } from '../testing/lenient-inflate.js';
@@ -20,12 +20,8 @@ harnessWithRemote(
 /** The reflecting remote at its root (it routes no `/api`). */
 const config = () => localRouteConfig(remote.port, '', { basePath: '' });
 
-const syncFlush = { finishFlush: constants.Z_SYNC_FLUSH };
 const decoders: ReadonlyArray<(b: Buffer) => Buffer> = [
-  (b) => gunzipSync(b, syncFlush),
-  (b) => inflateSync(b, syncFlush),
-  (b) => inflateRawSync(b, syncFlush),
-  (b) => brotliDecompressSync(b, { finishFlush: constants.BROTLI_OPERATION_FLUSH }),
+  ...streamingDecoders,
   // As lenient as fflate: header CRC and trailers unchecked, reserved FLG bits ignored, members joined.
   (b) => lenientInflate('gzip', b),
 ];
