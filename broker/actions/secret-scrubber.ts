@@ -72,7 +72,8 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * compressed data a remote cuts with a separator it leaves unescaped inside its own value (`q=%63%b4&%…`); a preset zlib
  * dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
  * encodings; latin1 text whose stretch of valid UTF-8 is shorter than `textStretchBytesMin`, or that maps bytes past
- * U+00FF; a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
+ * U+00FF, or raw deflate or brotli in it behind a label (tried where a stretch, a JSON string or an element's content
+ * starts: `latin1Kinds`); a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
  * `partBytesMin` are not searched: they would redact at random.
  *
  * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
@@ -513,7 +514,9 @@ class EscapeSink {
   private flush(): void {
     const { pendingFrom: from, pendingTo: to } = this;
     if (to <= from) return;
-    this.src.copy(this.out, this.length, from, to);
+    // A short stretch (a word between two accented letters of latin1 text) is copied faster here than by a native call.
+    if (to - from < 64) for (let i = from, o = this.length; i < to; i++, o++) this.out[o] = this.src[i]!;
+    else this.src.copy(this.out, this.length, from, to);
     this.piece(from, to, 1);
     this.length += to - from;
     this.pendingFrom = this.pendingTo = to;
@@ -579,8 +582,11 @@ function byteSet(chars: string): Uint8Array {
   return Uint8Array.from({ length: 256 }, (_, b) => (chars.includes(String.fromCharCode(b)) ? 1 : 0));
 }
 
-/** Bytes that end a key or a word before a value in text: `=`, `:`, quotes, brackets, `/`, `?`, `&`, `,`, `;`, blanks. */
-const textSeparators = `=:"'([{/?&,; \t\r\n`;
+/**
+ * Bytes that end a key or a word before a value in text: `=`, `:`, quotes, brackets, `/`, `?`, `#`, `&`, `,`, `;`,
+ * `>` (an element's content), blanks.
+ */
+const textSeparators = `=:"'([{/?#&,;> \t\r\n`;
 /**
  * A value in a query, a form, a path or a header: from a separator to a byte every percent encoder escapes in a value
  * (`&`, quotes, `;`, angle brackets, blanks); others (`/`, `'`, `(`, `)`) some encoders leave plain.
@@ -647,7 +653,10 @@ function* decodeRange(view: View, kind: EscapeKind, from: number, to: number): S
     for (let k = 0; k < next.length; k++) if (next[k]! >= 0 && next[k]! < at) next[k] = indexIn(kind.triggers[k]!, at);
   }
   sink.plain(at, to);
-  return escapesMakeView(kind, sink) ? sink.view(view) : undefined;
+  if (sink.escapes === 0) return undefined;
+  // Made first: its plain bytes are copied only here, and a latin1 kind looks at them (escapesMakeView).
+  const child = sink.view(view);
+  return escapesMakeView(kind, sink) ? child : undefined;
 }
 
 const none = 255;
@@ -789,10 +798,10 @@ const textStretchesOfViews = new WeakMap<View, Int32Array>();
 function textStretchesOf(view: View): Int32Array {
   let stretches = textStretchesOfViews.get(view);
   if (stretches === undefined) {
-    // Latin1 text is not looked for again inside a view of characters (JSON, HTML) or of latin1 text itself.
-    const characters = view instanceof EscapeView && byteEscapeViews.get(view) !== separatedValues;
+    // Latin1 text is not looked for again inside a view of latin1 text (JSON inside JSON is: a string of a string).
+    const latin1Already = byteEscapeViews.get(view)?.binaryOnly === true;
     const src = view.bytes;
-    stretches = characters ? new Int32Array(0) : isUtf8(src) ? Int32Array.of(0, src.length) : utf8Stretches(src);
+    stretches = latin1Already ? new Int32Array(0) : isUtf8(src) ? Int32Array.of(0, src.length) : utf8Stretches(src);
     textStretchesOfViews.set(view, stretches);
   }
   return stretches;
@@ -843,24 +852,27 @@ function utf8Stretches(src: Buffer): Int32Array {
  * compressed data like percent-encoding, made only where it differs from the views of characters (`latin1`).
  */
 const latin1Kinds: readonly EscapeKind[] = [
-  // Raw text: a value runs to the view's end, from each of the last `valueStartsMax` separators before a character
-  // past ASCII (a stream's own first bytes may hold one: raw deflate can start with `\r`).
+  // Raw text: data is tried where a stretch starts (`textStretchesOf`), not at each word: any accented letter made one
+  // there, a space or `a` before it read as a stored block's header, and prose spent the decoded-bytes budget
+  // (helper-219's review: French text redacted from its fifth byte). Signatures are found anywhere.
   {
     triggers: latin1Pairs,
     decodeAt: latin1PairAt,
-    bytes: { after: byteSet(textSeparators), endsAt: undefined, every: true, binaryOnly: true },
+    bytes: { after: byteSet(''), endsAt: undefined, every: false, binaryOnly: true },
     latin1: 'pairs',
   },
   {
     triggers: [0x5c, ...latin1Pairs],
     decodeAt: (src, at, sink) => (src[at] === 0x5c ? jsonAt(src, at, sink, true) : latin1PairAt(src, at, sink)),
+    // A JSON string, from its opening quote to its closing one: one start a string (after a label inside it is not).
     bytes: { after: byteSet('"'), endsAt: byteSet('"'), every: false, binaryOnly: true },
     latin1: 'escapes',
   },
   {
     triggers: [0x26, ...latin1Pairs],
     decodeAt: (src, at, sink) => (src[at] === 0x26 ? htmlAt(src, at, sink, true) : latin1PairAt(src, at, sink)),
-    bytes: { after: byteSet(`"'>`), endsAt: byteSet('<'), every: true, binaryOnly: true },
+    // An element's content or an attribute's value, from its start to the next tag: one start a value.
+    bytes: { after: byteSet(`>"'`), endsAt: byteSet('<'), every: false, binaryOnly: true },
     latin1: 'escapes',
   },
 ];
@@ -1328,15 +1340,18 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     // A view of short runs is only looked into for compressed data (`shortRunSymbolsMin`); so is a view shorter than
     // the shortest part: compressed, a part can be shorter than itself.
     const shortRuns = shortRunViews.has(view);
+    // A latin1 view is only looked into for compressed data: its ASCII is its parent's, searched there with its
+    // escapes and runs, and a part (UTF-8) is not found in a character read back as one byte.
+    const latin1 = byteEscapeViews.get(view)?.binaryOnly === true;
     if (view.bytes.length < headlessBytesMin) continue;
-    for (const search of shortRuns || view.bytes.length < plan.needleBytesMin ? [] : plan.searches)
+    for (const search of shortRuns || latin1 || view.bytes.length < plan.needleBytesMin ? [] : plan.searches)
       for (const [k, at] of (yield* caseFreeMatches(view.bytes, search)).entries()) {
         found.push([view.inputStart(at), view.inputEnd(at + search.needle.length - 1)]);
         if ((k + 1) % stepUnits === 0) yield;
       }
     yield;
     const level = inflations.get(view) ?? 0;
-    const children = view.depth < nestingMax && !shortRuns ? yield* childViews(view, plan) : [];
+    const children = view.depth < nestingMax && !shortRuns && !latin1 ? yield* childViews(view, plan) : [];
     if (level > 0) for (const child of children) inflations.set(child, level);
     // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides behind percent-encoding and behind
     // text read back one byte per character (the latin1 kinds). A view whose seams are none holds no compressed data
@@ -1490,15 +1505,18 @@ function escapeRunStarts(view: EscapeView, bounds: ValueBounds): DataStarts {
         if (!bounds.every) candidates.length = 0;
         if (candidates.push(i + 1) > valueStartsMax) candidates.shift();
       }
-    } else if (candidates.length > 0 && (!bounds.binaryOnly || textByte[bytes[from]!] !== 1)) {
-      for (const c of candidates) {
-        starts.push(c);
-        ends.push(bytes.length);
-      }
-      candidates.length = 0;
-    }
+    } else if (!bounds.binaryOnly || textByte[bytes[from]!] !== 1) startCandidates();
   }
   return { at: starts, end: ends };
+
+  /** The candidates become starts at an escape (of a byte text does not hold, for the latin1 kinds). */
+  function startCandidates(): void {
+    for (const c of candidates) {
+      starts.push(c);
+      ends.push(bytes.length);
+    }
+    candidates.length = 0;
+  }
 }
 
 /** Separators inside one value that start data of their own before its first escape (escapeRunStarts). */
