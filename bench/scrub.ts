@@ -118,6 +118,24 @@ function gzipHeaders(bytes: number): Buffer {
 
 const gzipPage = (zlib as { gzipSync: (data: Buffer) => Buffer }).gzipSync(pageOfIds(50));
 
+/**
+ * A JSON page of 50 items whose text is French (accented letters, written as UTF-8 or, as Python's json.dumps writes
+ * it, as \u00XX): the latin1 views (secret-scrubber.ts) read such text back a byte per character.
+ */
+function frenchPage(asciiOnly: boolean): Buffer {
+  const words = 'déjà été garçon crème brûlée côté église où ça coûte naïve fenêtre hôtel forêt élève château'.split(
+    ' ',
+  );
+  const items = Array.from({ length: 50 }, (_, i) => {
+    const pick = idBytes(`fr${i}`, 12);
+    return { id: uuid(`fr${i}`), title: [...pick].map((b) => words[b % words.length]).join(' ') };
+  });
+  const json = JSON.stringify({ items });
+  return Buffer.from(
+    asciiOnly ? json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : json,
+  );
+}
+
 const answers: Answer[] = [
   headersAnswer('the durable bench target: 5 plain header values', plainHeaders),
   bodyAnswer('the durable bench target: body {"ok":true}', Buffer.from('{"ok":true}')),
@@ -129,6 +147,8 @@ const answers: Answer[] = [
     'JSON page of 50 items, gzip, base64 in a JSON field',
     Buffer.from(`{"data":"${gzipPage.toString('base64')}"}`),
   ),
+  bodyAnswer('JSON page of 50 items with French titles (UTF-8)', frenchPage(false)),
+  bodyAnswer('JSON page of 50 items with French titles (\\u00XX, as json.dumps writes them)', frenchPage(true)),
   bodyAnswer('64 KiB of small gzip members one after another (~80 B each)', gzipMembers(64 * 1024)),
   bodyAnswer('hostile: 1 MiB of random binary', idBytes('random', 1024 * 1024)),
   bodyAnswer('hostile: 1 MiB with a gzip header (reserved FLG bits, FHCRC) every 64 bytes', gzipHeaders(1 << 20)),
