@@ -72,8 +72,9 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  * compressed data a remote cuts with a separator it leaves unescaped inside its own value (`q=%63%b4&%…`); a preset zlib
  * dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text
  * encodings; latin1 text whose stretch of valid UTF-8 is shorter than `textStretchBytesMin`, or that maps bytes past
- * U+00FF, or raw deflate or brotli in it behind a label (tried where a stretch, a JSON string or an element's content
- * starts: `latin1Kinds`); a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
+ * U+00FF, or raw deflate or brotli in it behind a label (tried where a stretch or a JSON string starts, and where an
+ * element's content starts only in a page of references, `&#NN;`: `<pre>` of raw characters is behind its tags;
+ * `latin1Kinds`); a secret dealt out in slices over several answers (Range is refused at validation). Parts shorter than
  * `partBytesMin` are not searched: they would redact at random.
  *
  * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
