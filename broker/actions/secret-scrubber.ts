@@ -654,10 +654,7 @@ function* decodeRange(view: View, kind: EscapeKind, from: number, to: number): S
     for (let k = 0; k < next.length; k++) if (next[k]! >= 0 && next[k]! < at) next[k] = indexIn(kind.triggers[k]!, at);
   }
   sink.plain(at, to);
-  if (sink.escapes === 0) return undefined;
-  // Made first: its plain bytes are copied only here, and a latin1 kind looks at them (escapesMakeView).
-  const child = sink.view(view);
-  return escapesMakeView(kind, sink) ? child : undefined;
+  return escapesMakeView(kind, sink) ? sink.view(view) : undefined;
 }
 
 const none = 255;
