@@ -4,7 +4,8 @@
  *
  *  1. added p50/p95 at concurrency 1 for an auto-approved POST, via the executor and via MCP (a real
  *     MCP SDK client, `postern mcp`, a real daemon), over undici straight to the same loopback server;
- *     goal: added p50 <= 2 x fsync p50 + 0.5 ms;
+ *     goal: added p50 <= 2 x fsync p50 + 0.5 ms; with the floor under it (bench/sync-floor.ts): two WAL syncs as the
+ *     loop waits for them, measured alone;
  *  2. concurrency 64: durable actions/s against the journal's own event ceiling for the same event mix
  *     (group commit, same run); goal >= 2,000 actions/s and >= 80 % of the ceiling;
  *  3. a remote answering after 20 ms, concurrency 16: broker throughput against direct; goal >= 0.9 x;
@@ -41,6 +42,7 @@ import { startMcpRig } from './durable-daemon.js';
 import { drive, machineLine, ms, percentile, perSecond, rawFsyncMs, verdict, type Summary } from './durable-measure.js';
 import type { Handoff } from './writer-handoff.js';
 import { FsyncTrace, straceUnavailable, tracedArgv, type SyncCount } from './fsync-trace.js';
+import { measureSyncFloor, syncFloorLine, syncFloorTable, type SyncFloor } from './sync-floor.js';
 
 const remoteDelayMs = 20;
 const replyWaitMs = 120_000;
@@ -276,7 +278,8 @@ async function traceFsyncs(targets: Targets, scratch: string): Promise<Traced[]>
   return rows;
 }
 
-function printLatency(m: Measured, goalMs: number): void {
+function printLatency(m: Measured, fsyncP50: number, floor: SyncFloor): void {
+  const goalMs = 2 * fsyncP50 + 0.5;
   console.log('### 1. Added latency at concurrency 1 (auto-approved POST, loopback target)');
   console.log('');
   console.log(`goal: added p50 <= 2 x fsync p50 + 0.5 ms = ${ms(goalMs)} ms`);
@@ -299,6 +302,16 @@ function printLatency(m: Measured, goalMs: number): void {
     `Per action in the executor's process, ms (event loop busy time / CPU time of the whole process, every thread): executor ` +
       `${cpuPerOp(m.brokerC1)}, direct undici ${cpuPerOp(d)}`,
   );
+  console.log('');
+  console.log(
+    'The floor (bench/sync-floor.ts, same run, before the rows above): the WAL sync alone, on a scratch database committing ' +
+      "k pages at a time, inline and as WalSync waits for it (libuv's pool); a c1 action waits for two. Today a c1 commit " +
+      'writes ~15 pages (table 4); a commit of its events alone would write a few.',
+  );
+  console.log('');
+  for (const line of syncFloorTable(floor)) console.log(line);
+  console.log('');
+  for (const pages of [15, 1]) console.log(syncFloorLine(floor, fsyncP50, pages));
   console.log('');
 }
 
@@ -500,9 +513,10 @@ async function main(): Promise<void> {
         `p50 ${ms(fsync.p50)} ms, p95 ${ms(fsync.p95)} ms, p99 ${ms(fsync.p99)} ms`,
     );
     console.log('');
+    const floor = await measureSyncFloor(scratch);
     const targets = { fast: fast.origin, slow: slow.origin, ids: ids.origin };
     const measured = await measure(targets);
-    printLatency(measured, 2 * fsync.p50 + 0.5);
+    printLatency(measured, fsync.p50, floor);
     printThroughput(measured);
     printRemote(measured);
     const unavailable = straceUnavailable();
