@@ -1473,11 +1473,13 @@ const runByte = Uint8Array.from({ length: 256 }, (_, b) =>
  * holds an escape, a value being what follows a separator of text (`q=%63%b4…`, `"%1f%8b…`, `/%78%9c…`, and
  * `q=s%b4…`: encoders leave letters and digits plain, and raw deflate of `Bearer …` starts with `s`; the agent
  * decodes the value after the separator), to the end of the value (`&`, `"`…: a separator the encoder escapes inside
- * it). Which bytes start and end a value is the kind's (`ValueBounds`): a JSON string runs from a quote to the next,
- * with `:` and blanks left plain inside it; text carrying bytes one per character has no end but the view's; where an
- * encoder leaves some separators plain inside a value (Python's `quote` keeps `/`, `encodeURIComponent` keeps `'()`),
- * every separator since the value's start is a start (at most `valueStartsMax` before its first escape). Not after
- * any byte, nor each to the view's end where values end: in a megabyte of random binary ~30 `%XX` decode, and `=%…`
+ * it). Which bytes start and end a value is the kind's (`ValueBounds`). Percent and form values (`separatedValues`):
+ * where an encoder leaves some separators plain inside a value (Python's `quote` keeps `/`, `encodeURIComponent` keeps
+ * `'()`), every separator since the value's start is a start (at most `valueStartsMax` before its first escape). The
+ * latin1 kinds (`latin1Kinds`) have one start a value, and only where an escape decodes to a byte text does not hold
+ * (`binaryOnly`): raw text none but the view's first byte (a stretch of its own), a JSON string its opening quote (to
+ * the closing one), an element's content or an attribute's value its first byte (to the next tag). Not after any
+ * byte, nor each to the view's end where values end: in a megabyte of random binary ~30 `%XX` decode, and `=%…`
  * repeated made each place decode the rest of the view (~5 s a MiB).
  */
 function escapeRunStarts(view: EscapeView, bounds: ValueBounds): DataStarts {
