@@ -1,5 +1,3 @@
-import os from 'node:os';
-import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // Unit and integration tests (real SQLite files, real sockets on loopback). The Playwright e2e
@@ -8,10 +6,12 @@ export default defineConfig({
   test: {
     include: ['broker/**/*.test.ts', 'renderer/**/*.test.ts', 'app/**/*.test.ts', 'tests/**/*.test.ts'],
     pool: 'forks',
-    // The daemons tests start write their integrity anchors here, never into the user's ~/.local/state.
+    // The daemons tests start write their integrity anchors into a directory of this run's own, never into the
+    // user's ~/.local/state, removed when the run ends (POSTERN_ANCHOR_DIR, set by the global setup).
+    globalSetup: ['broker/testing/anchor-dir.global-setup.ts'],
     // Every event the tests make is checked both ways: by the schemas, and by the shapes production trusts
     // (broker/journal/validate-new-event.ts, EventChecks); a disagreement fails the test that made the event.
-    env: { POSTERN_ANCHOR_DIR: path.join(os.tmpdir(), 'postern-test-anchors'), POSTERN_EVENT_CHECKS: 'both' },
+    env: { POSTERN_EVENT_CHECKS: 'both' },
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },
