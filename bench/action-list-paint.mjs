@@ -18,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { launchChromium, openOperatorPage } from '../e2e/fixtures/browser.ts';
 import { seedActivityJournal } from '../e2e/fixtures/seed-activity.ts';
 import { startDaemon } from '../tests/support/postern-process.ts';
+import { anchorsInScratch } from './anchor-dir.ts';
 
 const events = Number(process.argv[2] ?? 100_000);
 const runs = Number(process.argv[3] ?? 5);
@@ -92,6 +93,7 @@ async function measureOnce(browser, daemon, samples) {
 
 async function main() {
   const scratch = mkdtempSync(join(tmpdir(), 'postern-bench-actions-'));
+  anchorsInScratch(scratch);
   const dataDir = join(scratch, 'data');
   mkdirSync(dataDir, { mode: 0o700 });
   let daemon;

@@ -17,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { launchChromium } from '../e2e/fixtures/browser.ts';
 import { seedActivityJournal } from '../e2e/fixtures/seed-activity.ts';
 import { startDaemon } from '../tests/support/postern-process.ts';
+import { anchorsInScratch } from './anchor-dir.ts';
 
 const events = Number(process.argv[2] ?? 100_000);
 const runs = Number(process.argv[3] ?? 5);
@@ -54,6 +55,7 @@ const ms = (n) => n.toFixed(0);
 
 async function main() {
   const scratch = mkdtempSync(join(tmpdir(), 'postern-bench-activity-'));
+  anchorsInScratch(scratch);
   const dataDir = join(scratch, 'data');
   mkdirSync(dataDir, { mode: 0o700 });
   let daemon;

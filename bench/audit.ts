@@ -38,6 +38,7 @@ import { systemClock } from '../broker/ports/index.js';
 import { actionPaths } from '../broker/testing/action-paths.js';
 import { writeBulkAuditJournal } from '../broker/testing/bulk-audit-journal.js';
 import { createMemoryVault } from '../broker/testing/memory-vault.js';
+import { anchorsInScratch } from './anchor-dir.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -256,6 +257,7 @@ async function main(): Promise<void> {
       .join(' ')} at start`,
   );
   const root = args.dir ?? mkdtempSync(join(tmpdir(), 'postern-bench-audit-'));
+  anchorsInScratch(root);
   try {
     const seal = benchSeal();
     const append = args['skip-append'] === true ? undefined : await benchAppend();

@@ -21,6 +21,7 @@ import path from 'node:path';
 import { assertRendererBuilt, launchChromium, openOperatorPage } from '../e2e/fixtures/browser.ts';
 import { closeDrill, op, openDrill, waitFor } from '../tests/support/drill.ts';
 import { repoRoot } from '../tests/support/postern-process.ts';
+import { anchorsInScratch } from './anchor-dir.ts';
 
 const callsDefault = 30;
 const callsMax = 200;
@@ -123,6 +124,7 @@ async function main() {
   const calls = callsFromArgs(process.argv.slice(2));
   assertRendererBuilt(repoRoot);
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-bench-card-'));
+  anchorsInScratch(scratch);
   let drill;
   let browser;
   try {

@@ -15,6 +15,7 @@ import { acceptConfigFile } from '../broker/host/index.js';
 import { digestOf } from '../broker/host/config-integrity.js';
 import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
+import { anchorsInScratch } from './anchor-dir.js';
 import { tracedArgv, traceePid } from './fsync-trace.js';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
@@ -35,6 +36,7 @@ export interface McpRig {
 
 async function prepareDataDir(origin: string): Promise<{ scratch: string; dataDir: string; passphraseFile: string }> {
   const scratch = mkdtempSync(path.join(tmpdir(), 'postern-bench-mcp-'));
+  anchorsInScratch(scratch);
   const dataDir = path.join(scratch, 'data');
   mkdirSync(dataDir, { mode: 0o700 });
   const passphrase = 'bench passphrase (bench only)';
