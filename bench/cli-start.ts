@@ -11,49 +11,20 @@
  * the checkout's dist/ and sources (which people edit, making its bundle stale) are not involved.
  * Not part of the test run; about 1 minute on a 2-core machine.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, symlinkSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startAgentSocket } from '../broker/agent/index.js';
 import { initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
-import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
+import { makeCliPackageRoot, type CliPackageRoot } from '../broker/testing/cli-package-root.js';
+import { createTempDir } from '../broker/testing/temp-dir.js';
 
 const runs = Number(process.argv[2] ?? 10);
 /** A start that has printed nothing by then is reported as a failure, not waited on forever. */
 const firstOutputMsMax = 30_000;
 /** Issues 16 and 18: an MCP client gives up on a slow shim; a person notices a slow `--version`. */
 const firstOutputGoalMs = 300;
-
-const repoRoot = path.resolve(import.meta.dirname, '..');
-
-interface PackageCopy extends TempDir {
-  bin: string;
-}
-
-/**
- * What tests/support/cli-package-root.ts makes for the tests (this project cannot import tests/):
- * bin, build script and broker/ copied, the rest linked, the bundle built in it when asked.
- */
-function packageCopy(bundle: boolean): PackageCopy {
-  const dir = createTempDir('postern-bench-root-');
-  for (const file of ['bin/postern.mjs', 'scripts/build-cli.mjs']) {
-    mkdirSync(path.dirname(path.join(dir.path, file)), { recursive: true });
-    copyFileSync(path.join(repoRoot, file), path.join(dir.path, file));
-  }
-  cpSync(path.join(repoRoot, 'broker'), path.join(dir.path, 'broker'), { recursive: true });
-  for (const entry of ['node_modules', 'package.json', 'tsconfig.base.json']) {
-    symlinkSync(path.join(repoRoot, entry), path.join(dir.path, entry));
-  }
-  if (bundle)
-    execFileSync(process.execPath, [path.join(dir.path, 'scripts', 'build-cli.mjs')], {
-      cwd: dir.path,
-      stdio: 'ignore',
-    });
-  return { ...dir, bin: path.join(dir.path, 'bin', 'postern.mjs') };
-}
 
 /** Milliseconds from spawn to the first stdout byte; the child is then ended (stdin closed, then killed). */
 function timeToFirstOutput(bin: string, args: readonly string[], stdin?: string): Promise<number> {
@@ -92,7 +63,7 @@ const cases: Case[] = [
   },
 ];
 
-async function measure(pkg: PackageCopy, c: Case): Promise<number[]> {
+async function measure(pkg: CliPackageRoot, c: Case): Promise<number[]> {
   const samples: number[] = [];
   for (let run = 0; run <= runs; run++) {
     const dataDir = createTempDir('postern-bench-cli-');
@@ -111,8 +82,8 @@ async function measure(pkg: PackageCopy, c: Case): Promise<number[]> {
 }
 
 const fmt = (ms: number): string => ms.toFixed(0).padStart(6);
-const withBundle = packageCopy(true);
-const withoutBundle = packageCopy(false);
+const withBundle = await makeCliPackageRoot({ bundle: true });
+const withoutBundle = await makeCliPackageRoot({ bundle: false });
 try {
   const cpu = cpus();
   process.stdout.write(`CLI start: ${runs} runs each, time to first stdout byte (ms)\n`);

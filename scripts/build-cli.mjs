@@ -32,6 +32,34 @@ export const chunkDirName = 'chunks';
  */
 
 /**
+ * npm packages compiled into the bundle instead of loaded from node_modules at run time: zod, which every command
+ * loads at start (the contract's schemas) and whose ESM build is ~100 modules, each resolved, read and compiled on its
+ * own by node's loader (~100 ms of a cold `postern --version` on a 2-vCPU VM). Pure ESM JavaScript with no
+ * dependencies of its own; a package with native addons or wasm never belongs here.
+ */
+export const bundledPackages = new Set(['zod']);
+
+/**
+ * esbuild's `packages: 'external'`, except for `bundled`: every other bare import (and every `node:` builtin) stays an
+ * import of node_modules at run time.
+ * @param {Set<string>} bundled
+ * @returns {import('esbuild').Plugin}
+ */
+function externalPackagesBut(bundled) {
+  return {
+    name: 'external-packages-but',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, (args) => {
+        const parts = args.path.split('/');
+        const name = args.path.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+        if (!args.path.startsWith('node:') && bundled.has(/** @type {string} */ (name))) return undefined;
+        return { path: args.path, external: true };
+      });
+    },
+  };
+}
+
+/**
  * How a Node-side entry of Postern is compiled into what ships: one ESM bundle for node20, compiled with Postern's
  * own tsconfig, every npm package external. No keepNames (tsx's default, which wraps each closure created at run
  * time in a defineProperty call) and no source maps at run time (bin/postern.mjs does not switch them on). The
@@ -44,11 +72,10 @@ export const nodeBundleOptions = {
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  packages: 'external',
   // tsx compiles with Postern's own tsconfig; the bundle must be compiled the same way.
   tsconfig: path.join(root, 'tsconfig.base.json'),
   // The journal's writer thread runs a script built from the sources: in a bundle, built at bundle time.
-  plugins: [writerWorkerPlugin()],
+  plugins: [externalPackagesBut(bundledPackages), writerWorkerPlugin()],
 };
 
 /**
@@ -64,7 +91,7 @@ export async function buildCli(options = {}) {
   let writerInputs = {};
   const result = await build({
     ...nodeBundleOptions,
-    plugins: [writerWorkerPlugin((inputs) => (writerInputs = inputs))],
+    plugins: [externalPackagesBut(bundledPackages), writerWorkerPlugin((inputs) => (writerInputs = inputs))],
     entryPoints: { main: path.join(root, 'broker', 'cli', 'main.ts') },
     outdir,
     // Code behind a dynamic import() goes into its own chunk with its own imports, so `postern mcp` or

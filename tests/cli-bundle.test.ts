@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,13 +10,14 @@ import { systemClock } from '../broker/ports/index.js';
 import { ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
 import { createTempDir } from '../broker/testing/temp-dir.js';
 import { openVault } from '../broker/vault/index.js';
-import { makeCliPackageRoot, type CliPackageRoot } from './support/cli-package-root.js';
+import { makeCliPackageRoot, type CliPackageRoot } from '../broker/testing/cli-package-root.js';
+import { bundledPackages } from '../scripts/build-cli.mjs';
 import { repoRoot } from './support/postern-process.js';
 
 /**
  * Issue 16, "the CLI and the shim start fast": scripts/build-cli.mjs bundles broker/cli/main.ts and
  * bin/postern.mjs runs that bundle only while its stamp says no source changed since. Everything runs
- * in a temp copy of the package layout (tests/support/cli-package-root.ts) with a bundle built here,
+ * in a temp copy of the package layout (broker/testing/cli-package-root.ts) with a bundle built here,
  * never the checkout's dist/. POSTERN_LAUNCH_TRACE=1 makes the bin say which one it ran.
  */
 const run = promisify(execFile);
@@ -56,7 +57,13 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     const inputs = Object.keys(stamp.inputs);
     expect(inputs).toContain('broker/cli/main.ts');
     expect(inputs).toContain('broker/vault/kdf-worker.ts');
-    expect(inputs.filter((file) => !file.startsWith('broker/'))).toEqual([]);
+    // Broker sources, and the npm packages compiled in (bundledPackages: zod), as esbuild found them in node_modules
+    // (here a link to the checkout's, which it names by the real path).
+    const modules = realpathSync(path.join(pkg.root, 'node_modules'));
+    const compiledIn = (file: string): boolean =>
+      [...bundledPackages].some((name) => path.resolve(pkg.root, file).startsWith(path.join(modules, name) + path.sep));
+    expect(inputs.filter((file) => !file.startsWith('broker/') && !compiledIn(file))).toEqual([]);
+    expect(inputs.some((file) => compiledIn(file) && file.includes('/zod/'))).toBe(true);
     expect(stamp.inputs['broker/cli/main.ts']).toBe(statSync(path.join(pkg.root, 'broker', 'cli', 'main.ts')).size);
     // The writer thread's script is built into the bundle: its entry counts, and the module the build replaced with it
     // is stamped with its own size on disk (else every launch would find the bundle stale and run through tsx).
@@ -87,20 +94,42 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     }
   });
 
-  it('starts light: the entry chunk (and what it imports at once) loads no broker package; they come with the command that needs them', () => {
-    // Every chunk the entry imports statically, transitively: what `postern --version` or `postern mcp` evaluates first.
-    const seen = new Set<string>();
-    const external = new Set<string>();
-    const visit = (file: string): void => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      for (const m of readFileSync(file, 'utf8').matchAll(/^import .*?from ?"([^"]+)";$|^import ?"([^"]+)";$/gm)) {
-        const specifier = (m[1] ?? m[2]) as string;
-        if (specifier.startsWith('./')) visit(path.resolve(path.dirname(file), specifier));
-        else if (!specifier.startsWith('node:')) external.add(specifier);
-      }
+  it('starts light: the entry loads nothing from node_modules, and `mcp` (the shim) neither a broker package nor the schemas', () => {
+    // What a chunk imports statically, transitively: what evaluates before the code after its first await runs.
+    const closure = (file: string): { external: Set<string>; code: string } => {
+      const seen = new Set<string>();
+      const external = new Set<string>();
+      let code = '';
+      const visit = (at: string): void => {
+        if (seen.has(at)) return;
+        seen.add(at);
+        const text = readFileSync(at, 'utf8');
+        code += text;
+        // `import {…} from "x";` (over several lines when it names many bindings) and `import "x";`.
+        for (const m of text.matchAll(/^import (?:[^";]*?from ?)?"([^"]+)";$/gm)) {
+          const specifier = m[1] as string;
+          if (specifier.startsWith('./')) visit(path.resolve(path.dirname(at), specifier));
+          else if (!specifier.startsWith('node:')) external.add(specifier);
+        }
+      };
+      visit(file);
+      return { external, code };
     };
-    visit(pkg.bundle);
+    /** The chunk main.mjs imports once it knows the command (main.ts: mcp-main, program). */
+    const routeChunk = (name: string): string => {
+      const found = /import\("(\.\/chunks\/[^"]+)"\)/g;
+      const chunk = [...readFileSync(pkg.bundle, 'utf8').matchAll(found)]
+        .map((m) => m[1] as string)
+        .find((specifier) => path.basename(specifier).startsWith(`${name}-`));
+      if (chunk === undefined) throw new Error(`main.mjs imports no ${name} chunk`);
+      return path.resolve(path.dirname(pkg.bundle), chunk);
+    };
+    // zod is compiled into the bundle: its core's class names mark a chunk that holds it (the contract's schemas).
+    const zodCode = /"\$ZodObject"/;
+    const entry = closure(pkg.bundle);
+    expect(entry.external).toEqual(new Set());
+    expect(entry.code).not.toMatch(zodCode);
+    const shim = closure(routeChunk('mcp-main'));
     for (const heavy of [
       'better-sqlite3',
       'libsodium-wrappers-sumo',
@@ -110,9 +139,12 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       'pino',
       'yaml',
     ]) {
-      expect(external.has(heavy), `${heavy} is loaded at start`).toBe(false);
+      expect(shim.external.has(heavy), `${heavy} is loaded by postern mcp`).toBe(false);
     }
-    expect(external).toContain('commander');
+    expect(shim.external).toContain('commander');
+    expect(shim.code).not.toMatch(zodCode);
+    // The marker is found where the schemas are: every other command's program loads them.
+    expect(closure(routeChunk('program')).code).toMatch(zodCode);
   });
 
   it('runs on its own: node dist/cli/main.mjs --version prints the package version', async () => {

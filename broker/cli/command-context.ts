@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import os from 'node:os';
 import { Option, type Command } from 'commander';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 import { ensureDataDir, resolveDataDir } from '../host/data-dir.js';
 import type { CliIo } from './cli-io.js';
 

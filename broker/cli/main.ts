@@ -1,6 +1,7 @@
 import { refuseInspectorSignal, refuseOpenInspector } from '../host/inspector-guard.js';
+import { packageVersion } from '../host/package-root.js';
 import { processIo } from './cli-io.js';
-import { runCli } from './program.js';
+import { commandOf } from './command-of.js';
 
 // `postern … | head -1`: a reader that stops early is the operator's choice, not a failure worth a
 // stack trace. Later writes are dropped and the command finishes with its own exit code (a daemon
@@ -23,5 +24,17 @@ try {
 }
 
 // The `postern` entry (bin/postern.mjs runs its bundle, or this file through tsx). The exit code is set, not forced,
-// so pending output is flushed; a daemon resolves only after its graceful shutdown.
-process.exitCode = await runCli(process.argv.slice(2), process.env, processIo(process.env));
+// so pending output is flushed; a daemon resolves only after its graceful shutdown. What a command needs loads only
+// once the command is known (the CLI bundle splits at each dynamic import): `--version` alone answers from
+// package.json, and `mcp` (the shim an MCP client launches, and waits for) runs without the other commands' modules
+// or the contract's schemas (issue 18: cold start).
+const argv = process.argv.slice(2);
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+  process.stdout.write(`${packageVersion()}\n`);
+} else if (commandOf(argv) === 'mcp') {
+  const { runMcpCli } = await import('./mcp-main.js');
+  process.exitCode = await runMcpCli(argv, process.env, processIo(process.env));
+} else {
+  const { runCli } = await import('./program.js');
+  process.exitCode = await runCli(argv, process.env, processIo(process.env));
+}

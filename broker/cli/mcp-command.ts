@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { agentSocketPath } from '../agent/socket-path.js';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { McpRelay, reconnectPolicyDefault, type ReconnectPolicy } from './mcp-relay.js';
 

@@ -1,8 +1,8 @@
 import { createConnection, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { agentLimitsDefault } from '../agent/agent-limits.js';
-import { actionRecordedCapability, actionRecordedNotification } from '../contract/agent-api.js';
-import { CodedError } from '../contract/index.js';
+import { actionRecordedCapability, actionRecordedNotification } from '../contract/agent-notifications.js';
+import { CodedError } from '../contract/coded-error.js';
 
 /** How the shim waits for a broker that went away: 100 ms doubling to 5 s, for at most 10 minutes. */
 export interface ReconnectPolicy {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import path from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
+import { Option, type Command } from 'commander';
 import { CodedError, isCodedError } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
 import { dataDirLockHolder, verifyControlListener } from '../host/control-listener.js';
@@ -10,6 +10,7 @@ import { brokerLockFileName } from '../host/data-dir-lock.js';
 import { drainBoundMs } from '../host/shutdown-sequence.js';
 import { actionListScanRowsMax } from '../journal/action-list-query.js';
 import type { CliIo } from './cli-io.js';
+import { exitCode, runProgram } from './cli-program.js';
 import { statusLines, type JournalReport } from './status-text.js';
 import {
   prepareDataDir,
@@ -21,7 +22,7 @@ import {
 } from './command-context.js';
 import { probeDesktop } from './desktop-probe.js';
 import { headlessOnlyOptions, launchDesktop, type HeadlessOnlyOption } from './launch-desktop.js';
-import { packageRoot, packageVersion } from '../host/package-root.js';
+import { packageRoot } from '../host/package-root.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { registerVaultCommands } from './vault-commands.js';
 import { registerAuditCommands } from './audit-commands.js';
@@ -33,8 +34,7 @@ import { registerConfigCommands } from './config-commands.js';
 import { registerIntegrityCommands } from './integrity-commands.js';
 import { passphraseFromFile } from './secret-input.js';
 
-/** Exit codes: 0 done, 1 the broker failed, 2 the command line was wrong. */
-export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;
+export { exitCode } from './cli-program.js';
 
 interface ServeOptions extends CommonOptions {
   port?: string;
@@ -50,23 +50,12 @@ interface StatusOptions extends CommonOptions {
 }
 
 /** Parses argv (without node and the script), runs the command, returns the process exit code. */
-export async function runCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
-  const version = packageVersion();
-  let result: number = exitCode.ok;
-  const program = new Command('postern')
-    .description('Postern: an action broker that lets AI agents act on real systems without holding the keys.')
-    .version(version)
-    .exitOverride()
-    .configureOutput({
-      writeOut: (text) => process.stdout.write(text),
-      writeErr: (text) => process.stderr.write(text),
-      // Parse errors are reported once, as coded errors, by reportError below.
-      outputError: () => undefined,
-    });
-  acceptDataDirAnywhere(program);
+export function runCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
+  return runProgram(argv, env, io, registerCommands);
+}
 
-  // Command groups register themselves here, one line each.
-  const context: CommandContext = { env, io, version, setResult: (code) => (result = code) };
+/** Every command group, one line each. */
+function registerCommands(program: Command, context: CommandContext): void {
   registerServeCommands(program, context);
   registerVaultCommands(program, context);
   registerAuditCommands(program, context);
@@ -76,13 +65,6 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   registerConfigCommands(program, context);
   registerIntegrityCommands(program, context);
   registerMcpServerCommands(program, context);
-
-  try {
-    await program.parseAsync([...argv], { from: 'user' });
-    return result;
-  } catch (error) {
-    return reportError(error, io);
-  }
 }
 
 /** start, daemon and status: the commands that run the broker or report on its data directory. */
@@ -198,18 +180,6 @@ function testActionListScanRows(raw: string | undefined): number | undefined {
     );
   }
   return rows;
-}
-
-/**
- * `postern --data-dir D vault list` and `postern vault list --data-dir D` mean the same. Without
- * positional options commander gives the program's own options to the program wherever they appear,
- * so the value is handed to the command that runs (whose action reads its own options).
- */
-function acceptDataDirAnywhere(program: Command): void {
-  withDataDir(program).hook('preAction', (_program, actionCommand) => {
-    const dataDir = program.getOptionValue('dataDir') as string | undefined;
-    if (dataDir !== undefined && actionCommand !== program) actionCommand.setOptionValue('dataDir', dataDir);
-  });
 }
 
 /** The option values the desktop app would not read (launch-desktop.ts refuses them). */
@@ -384,35 +354,4 @@ function isDirectory(target: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** One line, `postern: CODE FIELD: message`, then the exit code: 2 for usage, 1 otherwise. */
-function reportError(error: unknown, io: CliIo): number {
-  if (error instanceof CommanderError) {
-    if (error.exitCode === 0) return exitCode.ok; // --help, --version
-    // Commander prints the help to stderr when no command is given; add the coded line.
-    const message =
-      error.code === 'commander.help'
-        ? 'a command is required (the commands are listed above)'
-        : error.message.replace(/^error:\s*/, '');
-    io.err(`postern: INVALID_ARGUMENT ${commanderField(error)}: ${message}`);
-    io.err("Run 'postern --help' for usage.");
-    return exitCode.usage;
-  }
-  if (isCodedError(error)) {
-    const field = error.field === undefined ? '' : ` ${error.field}`;
-    io.err(`postern: ${error.code}${field}: ${error.message}`);
-    return error.code === 'INVALID_ARGUMENT' ? exitCode.usage : exitCode.failure;
-  }
-  io.err(`postern: INTERNAL: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  return exitCode.failure;
-}
-
-/** Names what was wrong on the command line: the option if the message quotes one, else what kind of thing. */
-function commanderField(error: CommanderError): string {
-  const quoted = /'(-[^' ]+)/.exec(error.message)?.[1];
-  if (quoted !== undefined) return quoted;
-  if (error.code === 'commander.unknownCommand' || error.code === 'commander.help') return 'command';
-  if (error.code === 'commander.excessArguments') return 'arguments';
-  return 'arguments';
 }

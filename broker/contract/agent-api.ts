@@ -31,15 +31,7 @@ export type AgentToolName = (typeof agentToolNames)[number];
 export const callWaitMsDefault = 45_000;
 export const callWaitMsMax = 10 * 60_000;
 
-/**
- * A client that declares `capabilities.experimental["postern.action_recorded"]` in its initialize (`postern mcp`
- * does, for the agent behind it) is sent `notifications/postern/action_recorded` with `{request_id, action_id}` for
- * each of its calls that admitted an action, once that admission is durable and before the call's answer: a shim
- * that loses the answer to a broker restart names the action in the error it answers with, so the agent can ask
- * action_status instead of resending. Other clients are sent nothing new.
- */
-export const actionRecordedCapability = 'postern.action_recorded';
-export const actionRecordedNotification = 'notifications/postern/action_recorded';
+export { actionRecordedCapability, actionRecordedNotification } from './agent-notifications.js';
 
 const waitMs = z
   .number()

@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 
 /** What the data-dir choice depends on, passed in so the rule is a pure function of it. */
 export interface DataDirInputs {

@@ -1,6 +1,6 @@
 import inspector from 'node:inspector';
-import { CodedError } from '../contract/index.js';
-import { inspectorPortParked } from '../core/index.js';
+import { CodedError } from '../contract/coded-error.js';
+import { inspectorPortParked } from '../core/inspector-port.js';
 
 /**
  * Node's inspector is a door into a process: `kill -USR1 <pid>` (or `node inspect -p <pid>`) makes

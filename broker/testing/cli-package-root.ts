@@ -2,8 +2,10 @@ import { execFile } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createTempDir } from '../../broker/testing/temp-dir.js';
-import { repoRoot } from './postern-process.js';
+import { createTempDir } from './temp-dir.js';
+
+/** The checkout this file is in (broker/testing's grandparent). */
+const repoRoot = path.resolve(import.meta.dirname, '..', '..');
 
 export interface CliPackageRoot {
   readonly root: string;
@@ -21,7 +23,9 @@ export interface CliPackageRoot {
  * the tsconfig linked, and, when asked, the CLI bundle built into its dist/cli. The sources are a
  * snapshot, not links: in a checkout where people edit broker/ the real bundle goes stale at any
  * moment (as it should), and tests and the bench must not depend on that. They can then build,
- * stamp and age a bundle (and touch its sources) without touching the checkout.
+ * stamp and age a bundle (and touch its sources) without touching the checkout. One helper for both
+ * (tests/cli-bundle.test.ts, bench/cli-start.ts): the bench's own copy of it once missed a file the
+ * build came to need (scripts/writer-worker-plugin.mjs), and its cold-start table stopped running.
  */
 export async function makeCliPackageRoot(options: { bundle: boolean }): Promise<CliPackageRoot> {
   const dir = createTempDir('postern-cli-root-');
