@@ -94,7 +94,7 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     }
   });
 
-  it('starts light: the entry loads nothing from node_modules, and `mcp` (the shim) neither a broker package nor the schemas', () => {
+  it('starts light: the entry loads nothing from node_modules, `mcp` (the shim) neither a broker package nor the schemas, `status` neither SQLite nor the schemas', () => {
     // What a chunk imports statically, transitively: what evaluates before the code after its first await runs.
     const closure = (file: string): { external: Set<string>; code: string } => {
       const seen = new Set<string>();
@@ -143,6 +143,10 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     }
     expect(shim.external).toContain('commander');
     expect(shim.code).not.toMatch(zodCode);
+    // `status` looks at a data directory with neither SQLite nor the schemas loaded (a journal file loads them later).
+    const status = closure(routeChunk('status-main'));
+    expect(status.external.has('better-sqlite3'), 'better-sqlite3 is loaded by postern status').toBe(false);
+    expect(status.code).not.toMatch(zodCode);
     // The marker is found where the schemas are: every other command's program loads them.
     expect(closure(routeChunk('program')).code).toMatch(zodCode);
   });

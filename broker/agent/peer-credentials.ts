@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 
 /** What the kernel says about the process at the other end of a Unix socket. */
 export interface PeerCredentials {

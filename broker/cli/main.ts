@@ -26,14 +26,18 @@ try {
 // The `postern` entry (bin/postern.mjs runs its bundle, or this file through tsx). The exit code is set, not forced,
 // so pending output is flushed; a daemon resolves only after its graceful shutdown. What a command needs loads only
 // once the command is known (the CLI bundle splits at each dynamic import): `--version` alone answers from
-// package.json, and `mcp` (the shim an MCP client launches, and waits for) runs without the other commands' modules
-// or the contract's schemas (issue 18: cold start).
+// package.json; `mcp` (the shim an MCP client launches, and waits for) runs without the other commands' modules or the
+// contract's schemas, and `status` loads the journal or the operator client only when there is one to read or ask
+// (issue 18: cold start).
 const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
   process.stdout.write(`${packageVersion()}\n`);
 } else if (commandOf(argv) === 'mcp') {
   const { runMcpCli } = await import('./mcp-main.js');
   process.exitCode = await runMcpCli(argv, process.env, processIo(process.env));
+} else if (commandOf(argv) === 'status') {
+  const { runStatusCli } = await import('./status-main.js');
+  process.exitCode = await runStatusCli(argv, process.env, processIo(process.env));
 } else {
   const { runCli } = await import('./program.js');
   process.exitCode = await runCli(argv, process.env, processIo(process.env));

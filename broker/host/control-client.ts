@@ -9,7 +9,7 @@ import { verifyControlListener } from './control-listener.js';
  * The client half of the control socket (control-socket.ts serves it): the socket's name, the request shapes and one
  * request → one reply. Kept apart from the server so the CLI can talk to a running broker without loading the broker.
  */
-export const controlSocketFileName = 'control.sock';
+export { controlSocketFileName, controlSocketPath } from './control-socket-path.js';
 
 const proofSchema = z.strictObject({ passphrase: z.string().min(1).max(1_024) });
 export const requestSchema = z.discriminatedUnion('op', [
@@ -41,10 +41,6 @@ export interface ControlValue {
 export type ControlReply = { ok: true; value: ControlValue } | { ok: false; error: ReplyError };
 /** What an `api` request answers: the operator method's own Reply. */
 export type ControlApiReply = Reply<unknown>;
-
-export function controlSocketPath(dataDir: string): string {
-  return path.join(dataDir, controlSocketFileName);
-}
 
 /** Vault replies are small; operator API replies (cards, activity pages) are bounded pages. */
 const replyBytesMax = 32 * 1024 * 1024;

@@ -2,7 +2,7 @@ import { closeSync, openSync, readFileSync, statSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { readPeerCredentials, type PeerCredentials } from '../agent/peer-credentials.js';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 import { brokerLockFileName, readHolder } from './data-dir-lock.js';
 
 /**

@@ -11,7 +11,8 @@ import {
 } from 'node:fs';
 import { loadNativeAddon } from './native-addon.js';
 import path from 'node:path';
-import { CodedError, isoFourDigitYearsEndMs, isoTime } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
+import { isoFourDigitYearsEndMs, isoTime } from '../contract/time-words.js';
 
 /**
  * One broker per data directory, decided by the kernel. A broker takes an exclusive flock on the data

@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { BrokerStatus } from '../contract/index.js';
 import type { RestingActionCounts } from '../core/index.js';
-import { readJournalSnapshot } from '../journal/read-snapshot.js';
+import { journalFileName } from '../journal/journal-file-name.js';
 
 /** What `postern status` reports about a data directory without running a broker in it. */
 export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal'> & {
@@ -16,6 +18,13 @@ export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal'> & {
  * broker for its own state instead, and says `unknown` when one runs but does not answer (program.ts).
  */
 export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus> {
+  // No journal file: nothing to open, so the journal's modules (SQLite, the schemas) are not loaded for it.
+  if (!existsSync(path.join(dataDir, journalFileName))) {
+    const none = { events: 0, last_seq: 0, schema_version: 0, recovered_at_open: 0 };
+    const actions = { total: 0, in_flight: 0, unknown: 0, dispatched_unrecorded: 0 };
+    return { data_dir: dataDir, journal: { state: 'closed', ...none }, actions, journal_file: false };
+  }
+  const { readJournalSnapshot } = await import('../journal/read-snapshot.js');
   const snapshot = readJournalSnapshot(dataDir);
   return Promise.resolve({
     data_dir: dataDir,

@@ -78,7 +78,9 @@ import {
   type ResultRows,
 } from './result-rows.js';
 
-export const journalFileName = 'journal.sqlite';
+import { journalFileName } from './journal-file-name.js';
+
+export { journalFileName };
 /** Events in one transaction: bounds how long one commit holds the event loop. */
 export const batchEventsMaxDefault = 256;
 /**

@@ -7,9 +7,9 @@ import { openDatabase, statementCache } from '../ports/open-database.js';
 import { vaultMigrations } from './migrations/index.js';
 import { ReadOnlyConnection } from './read-only-connection.js';
 import { nonceBytes, type KdfParams, type Sealed } from './vault-crypto.js';
+import { vaultFileName } from './vault-file-name.js';
 
-/** The vault's own file: never the journal, so the journal can be shared for audit without it. */
-export const vaultFileName = 'vault.sqlite';
+export { vaultFileName };
 /** Another process (the CLI beside a daemon) may hold the write lock for one short transaction. */
 export const vaultBusyTimeoutMs = 2_000;
 /** Credentials per vault: bounds every listing. */
