@@ -357,7 +357,7 @@ describe('when another agent takes the connections while the shim is away and ke
 });
 
 describe('when no broker listens', () => {
-  /** The one coded line every command that only asks a broker prints (program.ts reportError), for the shim's case. */
+  /** The one coded line every command that only asks a broker prints (cli-program.ts reportError), for the shim's case. */
   const notRunning = (dataDir: string, socketPath: string, why: string): string =>
     `postern: NOT_FOUND --data-dir: no broker is running for ${dataDir} (nothing listens on ${socketPath}: ${why}; ` +
     `start one with: postern daemon --data-dir ${dataDir})`;

@@ -26,7 +26,7 @@ const messageMatchers: readonly RegExp[] = [
  */
 const thirdPartyMessageReads: Readonly<Record<string, string>> = {
   'broker/vault/ssh-key-import.ts': "ssh2's parseKey reports an encrypted key only in its message (no code)",
-  'broker/cli/program.ts':
+  'broker/cli/cli-program.ts':
     'commander names the offending option only in its message (its code says the kind, not the option)',
 };
 

@@ -9,8 +9,8 @@ export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;
 
 /**
  * The `postern` program around its commands: the version, the coded error line, `--data-dir` anywhere. `register`
- * adds the commands (program.ts: all of them; mcp-main.ts: `mcp` alone, for the shim's start). Kept free of the
- * contract's schemas and of every command's modules, so a lean entry pays only for what it registers.
+ * adds the commands (program.ts: all of them; mcp-main.ts and status-main.ts: one each, for a fast start). Kept free of
+ * the contract's schemas and of every command's modules, so a lean entry pays only for what it registers.
  */
 export async function runProgram(
   argv: readonly string[],

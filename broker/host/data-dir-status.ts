@@ -15,7 +15,7 @@ export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal'> & {
 /**
  * Reads the data directory's journal read-only: a running daemon may hold it, and only the writer
  * migrates or recovers. `closed` means "not open in this process"; `postern status` asks a running
- * broker for its own state instead, and says `unknown` when one runs but does not answer (program.ts).
+ * broker for its own state instead, and says `unknown` when one runs but does not answer (broker/cli/status-command.ts).
  */
 export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus> {
   // No journal file: nothing to open, so the journal's modules (SQLite, the schemas) are not loaded for it.
