@@ -2,19 +2,23 @@
 // @ts-check
 // Bundles the `postern` CLI (broker/cli/main.ts, which is also the MCP shim) into dist/cli/main.mjs, so
 // `postern …` starts without transpiling TypeScript through tsx (issue 16: MCP clients time out on a
-// slow `postern mcp`). ESM for node20; every npm package stays external: native addons
-// (better-sqlite3, postern-peercred, ssh2's cpu-features) and libsodium's wasm load from node_modules.
+// slow `postern mcp`). ESM for node20; every npm package but zod (bundledPackages) stays external:
+// native addons (better-sqlite3, postern-peercred, ssh2's cpu-features) and libsodium's wasm load
+// from node_modules.
 //
 // Beside the bundle, stamp.json lists every source file esbuild read (paths relative to the package
-// root, with their sizes) and the time the build started. bin/postern.mjs runs the bundle only while
-// no listed file is missing, changed in size or modified since then; otherwise it falls back to tsx,
-// so an edited .ts file is never run from a stale bundle. The stamp is written last and removed
-// first, and each file is replaced by a rename, so a `postern` started during a rebuild sees either
-// the complete old bundle, the complete new one, or no stamp (tsx).
+// root, with their sizes and content digests), the version of each package compiled in, and the time
+// the build started. bin/postern.mjs runs the bundle only while no listed file is missing, changed in
+// size, or modified since then with other content, and each compiled-in package resolves to the same
+// version; otherwise it falls back to tsx, so an edited .ts file is never run from a stale bundle.
+// The stamp is written last and removed first, and each file is replaced by a rename, so a `postern`
+// started during a rebuild sees either the complete old bundle, the complete new one, or no stamp (tsx).
 //
 // Usage: node scripts/build-cli.mjs [--outdir DIR] [--quiet]   (DIR must be inside the package,
 // below its root like dist/cli, for node_modules and the package root to be found from it)
-import { mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -27,8 +31,19 @@ export const stampName = 'stamp.json';
 export const chunkDirName = 'chunks';
 
 /**
- * @typedef {{ builtAtMs: number; entry: string; inputs: Record<string, number> }} CliStamp
- *   inputs: source path relative to the package root → its size in bytes when it was bundled
+ * @typedef {{
+ *   builtAtMs: number;
+ *   entry: string;
+ *   inputs: Record<string, number>;
+ *   digests: Record<string, string>;
+ *   packages: Record<string, string>;
+ * }} CliStamp
+ *   inputs: source path relative to the package root → its size in bytes when it was bundled (the package's own
+ *     sources only: a package compiled in is stamped by its version, since npm may install it elsewhere)
+ *   digests: source path → sha256 (hex) of its content, for each source not modified since the build started (so the
+ *     content esbuild read): a source whose time is later but whose content is this is unchanged (npm sets every file's
+ *     time to the moment it extracts the package)
+ *   packages: each of bundledPackages → the version compiled in
  */
 
 /**
@@ -107,13 +122,26 @@ export async function buildCli(options = {}) {
   });
   /** @type {Record<string, number>} */
   const inputs = {};
+  /** @type {Record<string, string>} */
+  const digests = {};
   // The writer thread's script is bundled inside the bundle (writer-worker-plugin.mjs): its sources count too. Sizes
   // are the files' on disk, which bin/postern.mjs compares: a module a plugin replaced (writer-worker-source.ts) is
-  // recorded by esbuild with the size of what replaced it.
-  for (const file of Object.keys({ ...writerInputs, ...result.metafile.inputs }))
-    inputs[file] = statSync(path.join(root, file)).size;
+  // recorded by esbuild with the size of what replaced it. A package compiled in is stamped by its version (below).
+  for (const file of Object.keys({ ...writerInputs, ...result.metafile.inputs })) {
+    if (file.startsWith('..') || file.split('/').includes('node_modules')) continue;
+    const at = path.join(root, file);
+    const { size, mtimeMs } = statSync(at);
+    inputs[file] = size;
+    // A file saved while the build ran may not be what esbuild read: no digest, so only its time can vouch for it.
+    if (mtimeMs < builtAtMs) digests[file] = createHash('sha256').update(readFileSync(at)).digest('hex');
+  }
+  /** @type {Record<string, string>} */
+  const packages = {};
+  const requireHere = createRequire(path.join(root, 'package.json'));
+  for (const name of bundledPackages)
+    packages[name] = JSON.parse(readFileSync(requireHere.resolve(`${name}/package.json`), 'utf8')).version;
   /** @type {CliStamp} */
-  const stamp = { builtAtMs, entry: bundleName, inputs };
+  const stamp = { builtAtMs, entry: bundleName, inputs, digests, packages };
 
   const stampPath = path.join(outdir, stampName);
   mkdirSync(outdir, { recursive: true });

@@ -71,8 +71,9 @@ const statusAnswerMs = 5_000;
 async function journalReport(dataDir: string, answer: boolean | string, holder?: number): Promise<JournalReport> {
   let brokerSilent: string | undefined;
   if (answer === true) {
+    // Loaded only for a broker that answers; outside the try, so a module that fails to load is not a silent broker.
+    const { callOperator } = await import('./operator-commands.js');
     try {
-      const { callOperator } = await import('./operator-commands.js');
       const { journal, actions } = await callOperator(dataDir, 'status', {}, { timeoutMs: statusAnswerMs });
       return { journal, actions, read_from: 'broker' };
     } catch (error) {
