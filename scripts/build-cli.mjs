@@ -132,8 +132,11 @@ export async function buildCli(options = {}) {
     const at = path.join(root, file);
     const { size, mtimeMs } = statSync(at);
     inputs[file] = size;
-    // A file saved while the build ran may not be what esbuild read: no digest, so only its time can vouch for it.
-    if (mtimeMs < builtAtMs) digests[file] = createHash('sha256').update(readFileSync(at)).digest('hex');
+    // A file saved while the build ran may not be what esbuild read: no digest, so only its time can vouch for it. Nor
+    // one saved while it is read here (its time moved).
+    if (mtimeMs >= builtAtMs) continue;
+    const digest = createHash('sha256').update(readFileSync(at)).digest('hex');
+    if (statSync(at).mtimeMs === mtimeMs) digests[file] = digest;
   }
   /** @type {Record<string, string>} */
   const packages = {};
