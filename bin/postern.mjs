@@ -3,15 +3,13 @@
 // start). It runs dist/cli/main.mjs, the esbuild bundle of broker/cli/main.ts that `npm run build`,
 // `npm start` and `npm test` write (scripts/build-cli.mjs), when that bundle is fresh: its stamp
 // lists every source file it was built from, and none may be missing, changed in size, or modified
-// since the build started with other content than the build read; each package compiled in must be
-// installed at the version it was built with. Otherwise (no build yet, or a developer edited a .ts
-// file) it runs the TypeScript sources through tsx as before, so a checkout needs no build step and
-// never runs a stale bundle. The check is one small JSON read and one stat per source file (~300): a
+// since the build started with other content than the build read. Otherwise (no build yet, or a
+// developer edited a .ts file) it runs the TypeScript sources through tsx as before, so a checkout
+// needs no build step and never runs a stale bundle. The check is one small JSON read and one stat per source file (~300): a
 // few ms; in an installed package, whose files npm dated at the install, a digest of each (~10 ms).
 // POSTERN_LAUNCH_TRACE=1 says on stderr which one ran and why.
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -33,10 +31,10 @@ function freshBundle() {
   } catch {
     return { stale: 'no build (dist/cli/stamp.json)' };
   }
-  const { builtAtMs, entry, inputs, digests, packages } = stamp ?? {};
+  const { builtAtMs, entry, inputs, digests } = stamp ?? {};
   const wellFormed = typeof builtAtMs === 'number' && typeof entry === 'string' && path.basename(entry) === entry;
   const isMap = (/** @type {unknown} */ value) => typeof value === 'object' && value !== null;
-  if (!wellFormed || !isMap(inputs) || !isMap(digests) || !isMap(packages)) {
+  if (!wellFormed || !isMap(inputs) || !isMap(digests)) {
     return { stale: 'dist/cli/stamp.json is not a stamp of scripts/build-cli.mjs' };
   }
   for (const [file, bytes] of Object.entries(inputs)) {
@@ -54,19 +52,6 @@ function freshBundle() {
     if (stat.mtimeMs >= builtAtMs && digests[file] !== createHash('sha256').update(readFileSync(at)).digest('hex')) {
       return { stale: `${file} changed since the build` };
     }
-  }
-  // A package compiled into the bundle: the one installed beside it must be the same version (the daemon's other
-  // packages load that one).
-  const requireHere = createRequire(path.join(root, 'package.json'));
-  for (const [name, version] of Object.entries(packages)) {
-    let installed;
-    try {
-      installed = JSON.parse(readFileSync(requireHere.resolve(`${name}/package.json`), 'utf8')).version;
-    } catch {
-      installed = undefined;
-    }
-    if (installed !== version)
-      return { stale: `${name} ${installed ?? '(none)'} is installed, the build has ${version}` };
   }
   return { bundle: path.join(bundleDir, entry) };
 }

@@ -2,15 +2,13 @@
 // @ts-check
 // Bundles the `postern` CLI (broker/cli/main.ts, which is also the MCP shim) into dist/cli/main.mjs, so
 // `postern …` starts without transpiling TypeScript through tsx (issue 16: MCP clients time out on a
-// slow `postern mcp`). ESM for node20; every npm package but zod (bundledPackages) stays external:
-// native addons (better-sqlite3, postern-peercred, ssh2's cpu-features) and libsodium's wasm load
-// from node_modules.
+// slow `postern mcp`). ESM for node20; every npm package stays external: native addons
+// (better-sqlite3, postern-peercred, ssh2's cpu-features) and libsodium's wasm load from node_modules.
 //
 // Beside the bundle, stamp.json lists every source file esbuild read (paths relative to the package
-// root, with their sizes and content digests), the version of each package compiled in, and the time
-// the build started. bin/postern.mjs runs the bundle only while no listed file is missing, changed in
-// size, or modified since then with other content, and each compiled-in package resolves to the same
-// version; otherwise it falls back to tsx, so an edited .ts file is never run from a stale bundle.
+// root, with their sizes and content digests) and the time the build started. bin/postern.mjs runs
+// the bundle only while no listed file is missing, changed in size, or modified since then with other
+// content; otherwise it falls back to tsx, so an edited .ts file is never run from a stale bundle.
 // The stamp is written last and removed first, and each file is replaced by a rename, so a `postern`
 // started during a rebuild sees either the complete old bundle, the complete new one, or no stamp (tsx).
 //
@@ -18,7 +16,6 @@
 // below its root like dist/cli, for node_modules and the package root to be found from it)
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -36,43 +33,12 @@ export const chunkDirName = 'chunks';
  *   entry: string;
  *   inputs: Record<string, number>;
  *   digests: Record<string, string>;
- *   packages: Record<string, string>;
  * }} CliStamp
- *   inputs: source path relative to the package root → its size in bytes when it was bundled (the package's own
- *     sources only: a package compiled in is stamped by its version, since npm may install it elsewhere)
+ *   inputs: source path relative to the package root → its size in bytes when it was bundled
  *   digests: source path → sha256 (hex) of its content, for each source not modified since the build started (so the
  *     content esbuild read): a source whose time is later but whose content is this is unchanged (npm sets every file's
  *     time to the moment it extracts the package)
- *   packages: each of bundledPackages → the version compiled in
  */
-
-/**
- * npm packages compiled into the bundle instead of loaded from node_modules at run time: zod, which every command
- * loads at start (the contract's schemas) and whose ESM build is ~100 modules, each resolved, read and compiled on its
- * own by node's loader (~100 ms of a cold `postern --version` on a 2-vCPU VM). Pure ESM JavaScript with no
- * dependencies of its own; a package with native addons or wasm never belongs here.
- */
-export const bundledPackages = new Set(['zod']);
-
-/**
- * esbuild's `packages: 'external'`, except for `bundled`: every other bare import (and every `node:` builtin) stays an
- * import of node_modules at run time.
- * @param {Set<string>} bundled
- * @returns {import('esbuild').Plugin}
- */
-function externalPackagesBut(bundled) {
-  return {
-    name: 'external-packages-but',
-    setup(build) {
-      build.onResolve({ filter: /^[^./]/ }, (args) => {
-        const parts = args.path.split('/');
-        const name = args.path.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
-        if (!args.path.startsWith('node:') && bundled.has(/** @type {string} */ (name))) return undefined;
-        return { path: args.path, external: true };
-      });
-    },
-  };
-}
 
 /**
  * How a Node-side entry of Postern is compiled into what ships: one ESM bundle for node20, compiled with Postern's
@@ -87,10 +53,11 @@ export const nodeBundleOptions = {
   platform: 'node',
   format: 'esm',
   target: 'node20',
+  packages: 'external',
   // tsx compiles with Postern's own tsconfig; the bundle must be compiled the same way.
   tsconfig: path.join(root, 'tsconfig.base.json'),
   // The journal's writer thread runs a script built from the sources: in a bundle, built at bundle time.
-  plugins: [externalPackagesBut(bundledPackages), writerWorkerPlugin()],
+  plugins: [writerWorkerPlugin()],
 };
 
 /**
@@ -106,7 +73,7 @@ export async function buildCli(options = {}) {
   let writerInputs = {};
   const result = await build({
     ...nodeBundleOptions,
-    plugins: [externalPackagesBut(bundledPackages), writerWorkerPlugin((inputs) => (writerInputs = inputs))],
+    plugins: [writerWorkerPlugin((inputs) => (writerInputs = inputs))],
     entryPoints: { main: path.join(root, 'broker', 'cli', 'main.ts') },
     outdir,
     // Code behind a dynamic import() goes into its own chunk with its own imports, so `postern mcp` or
@@ -126,9 +93,8 @@ export async function buildCli(options = {}) {
   const digests = {};
   // The writer thread's script is bundled inside the bundle (writer-worker-plugin.mjs): its sources count too. Sizes
   // are the files' on disk, which bin/postern.mjs compares: a module a plugin replaced (writer-worker-source.ts) is
-  // recorded by esbuild with the size of what replaced it. A package compiled in is stamped by its version (below).
+  // recorded by esbuild with the size of what replaced it.
   for (const file of Object.keys({ ...writerInputs, ...result.metafile.inputs })) {
-    if (file.startsWith('..') || file.split('/').includes('node_modules')) continue;
     const at = path.join(root, file);
     const { size, mtimeMs } = statSync(at);
     inputs[file] = size;
@@ -138,13 +104,8 @@ export async function buildCli(options = {}) {
     const digest = createHash('sha256').update(readFileSync(at)).digest('hex');
     if (statSync(at).mtimeMs === mtimeMs) digests[file] = digest;
   }
-  /** @type {Record<string, string>} */
-  const packages = {};
-  const requireHere = createRequire(path.join(root, 'package.json'));
-  for (const name of bundledPackages)
-    packages[name] = JSON.parse(readFileSync(requireHere.resolve(`${name}/package.json`), 'utf8')).version;
   /** @type {CliStamp} */
-  const stamp = { builtAtMs, entry: bundleName, inputs, digests, packages };
+  const stamp = { builtAtMs, entry: bundleName, inputs, digests };
 
   const stampPath = path.join(outdir, stampName);
   mkdirSync(outdir, { recursive: true });
