@@ -93,7 +93,7 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     }
   });
 
-  it('starts light: the entry loads nothing from node_modules, `mcp` (the shim) neither a broker package nor the schemas, `status` neither SQLite nor the schemas', () => {
+  it('starts light: the entry loads nothing from node_modules; `mcp` (the shim) neither a broker package nor the schemas; `status`, every other command and the operator client neither SQLite nor the schemas', () => {
     // The npm packages a chunk imports statically, transitively: what loads before the code after its first await runs.
     const closure = (file: string): Set<string> => {
       const seen = new Set<string>();
@@ -120,9 +120,17 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       if (chunk === undefined) throw new Error(`main.mjs imports no ${name} chunk`);
       return path.resolve(path.dirname(pkg.bundle), chunk);
     };
+    /** A chunk esbuild named after the module a dynamic import() loads. */
+    const chunkNamed = (name: string): string => {
+      const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
+      const found = readdirSync(chunkDir).filter((file) => file.startsWith(`${name}-`) && file.endsWith('.mjs'));
+      if (found.length !== 1) throw new Error(`${found.length} chunks named ${name}`);
+      return path.join(chunkDir, found[0] as string);
+    };
     // `--version` answers before any command loads.
     expect(closure(pkg.bundle)).toEqual(new Set());
-    const shim = closure(routeChunk('mcp-main'));
+    // The shim: its route, and the relay it loads once the command line is parsed (mcp-command.ts).
+    const shim = new Set([...closure(routeChunk('mcp-main')), ...closure(chunkNamed('mcp-relay'))]);
     for (const heavy of [
       'better-sqlite3',
       'libsodium-wrappers-sumo',
@@ -141,8 +149,18 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     const status = closure(routeChunk('status-main'));
     expect(status.has('better-sqlite3'), 'better-sqlite3 is loaded by postern status').toBe(false);
     expect(status.has('zod'), 'zod is loaded by postern status').toBe(false);
-    // Every other command's program loads the schemas at once.
-    expect(closure(routeChunk('program'))).toContain('zod');
+    // Every other command registers with neither (the broker and the journal load only for the commands that run or
+    // read them), and the operator client a command loads to ask the broker checks no schema.
+    const program = closure(routeChunk('program'));
+    expect(program).toContain('commander');
+    for (const [name, modules] of [
+      ['the program', program],
+      ['the operator client', closure(chunkNamed('control-client'))],
+    ] as const) {
+      for (const heavy of ['zod', 'better-sqlite3', 'libsodium-wrappers-sumo', 'undici', 'pino', 'yaml']) {
+        expect(modules.has(heavy), `${heavy} is loaded by ${name}`).toBe(false);
+      }
+    }
   });
 
   it('runs on its own: node dist/cli/main.mjs --version prints the package version', async () => {

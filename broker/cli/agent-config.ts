@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 import { agentClients, agentHookup, isAgentClient } from '../core/agent-hookup.js';
 import { withDataDir, type CommandContext, type CommonOptions, type Env } from './command-context.js';
 import { packageRoot } from '../host/package-root.js';

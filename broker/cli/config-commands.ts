@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { CodedError, isCodedError, type ConfigEntryChange, type ConfigPending } from '../contract/index.js';
-import { systemClock } from '../ports/index.js';
+import type { ConfigEntryChange, ConfigPending } from '../contract/index.js';
+import { CodedError, isCodedError } from '../contract/coded-error.js';
+import { systemClock } from '../ports/system-clock.js';
 import { existingDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { callOperator, printable } from './operator-commands.js';
 import { readProofFromTerminal } from './secret-input.js';

@@ -1,10 +1,7 @@
 import type { Command } from 'commander';
-import {
-  anchorFailureCodes,
-  CodedError,
-  type AnchorFailureCode,
-  type IntegrityAnchorReport,
-} from '../contract/index.js';
+import type { AnchorFailureCode, IntegrityAnchorReport } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
+import { anchorFailureCodes } from '../contract/anchor-failure-codes.js';
 import {
   brokerDataDir,
   defaultSubcommand,

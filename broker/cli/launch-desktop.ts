@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { CodedError } from '../contract/index.js';
-import { inspectorPortParked } from '../core/index.js';
+import { CodedError } from '../contract/coded-error.js';
+import { inspectorPortParked } from '../core/inspector-port.js';
 import type { CliIo } from './cli-io.js';
 import type { Env } from './command-context.js';
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { agentSocketPath } from '../agent/socket-path.js';
 import { CodedError } from '../contract/coded-error.js';
 import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
-import { McpRelay, reconnectPolicyDefault, type ReconnectPolicy } from './mcp-relay.js';
+import { reconnectPolicyDefault, type ReconnectPolicy } from './mcp-reconnect-policy.js';
 
 interface McpOptions extends CommonOptions {
   reconnectFor: string;
@@ -62,7 +62,10 @@ export interface McpShimOptions {
  * process itself (PEER_REFUSED: not retried); throws NOT_FOUND
  * (--data-dir) when no broker listens at start, which the CLI prints as its one coded stderr line (exit 1).
  */
-export function runMcpShim(options: McpShimOptions): Promise<number> {
+export async function runMcpShim(options: McpShimOptions): Promise<number> {
+  // Loaded here, not with the command: the full program registers `mcp` for its help and never runs it (main.ts sends
+  // `postern mcp` to mcp-main.ts).
+  const { McpRelay } = await import('./mcp-relay.js');
   return new McpRelay({ ...options, reconnect: options.reconnect ?? reconnectPolicyDefault }).run();
 }
 

@@ -3,15 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import { agentLimitsDefault } from '../agent/agent-limits.js';
 import { actionRecordedCapability, actionRecordedNotification } from '../contract/agent-notifications.js';
 import { CodedError } from '../contract/coded-error.js';
-
-/** How the shim waits for a broker that went away: 100 ms doubling to 5 s, for at most 10 minutes. */
-export interface ReconnectPolicy {
-  readonly delayMsMin: number;
-  readonly delayMsMax: number;
-  /** 0: exit as soon as the broker goes away. */
-  readonly giveUpMs: number;
-}
-export const reconnectPolicyDefault: ReconnectPolicy = { delayMsMin: 100, delayMsMax: 5_000, giveUpMs: 10 * 60_000 };
+import type { ReconnectPolicy } from './mcp-reconnect-policy.js';
 
 /** A client line longer than the broker's frame bound is streamed through untracked (the broker answers PAYLOAD_LIMIT). */
 const lineBytesMax = agentLimitsDefault.frameBytesMax + 1;

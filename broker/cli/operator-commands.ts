@@ -1,31 +1,35 @@
 import type { Command } from 'commander';
+// Schema-free modules of the contract, not its index: every command registers without loading zod (issue 18: cold
+// start); the control client, which checks the broker's replies, loads when a command asks the broker.
+import type {
+  ActionListRow,
+  ActionWait,
+  ApprovalCard,
+  BrokerApi,
+  BrokerApiMethod,
+  CardPair,
+  LaneRelease,
+  Reply,
+} from '../contract/index.js';
+import { pairCut, pairsHidden } from '../contract/card-pair-parts.js';
+import { isMember } from '../contract/closed-set.js';
+import { CodedError } from '../contract/coded-error.js';
+import { commandNotKeptText } from '../contract/command-not-kept.js';
+import { ErrorCode } from '../contract/error-codes.js';
+import { actorLabel, decisionText } from '../contract/operator-actor.js';
 import {
+  actionListLimitMax,
   activityPageDefault,
   activityPageMax,
-  actorLabel,
-  brokerApiSchemas,
-  CodedError,
-  decisionText,
-  Effect,
-  ErrorCode,
-  isMember,
-  Outcome,
-  type ActionListRow,
-  type ActionWait,
-  type ApprovalCard,
-  type BrokerApi,
-  type BrokerApiMethod,
-  type CardPair,
-  type LaneRelease,
-  type Reply,
+  attestBasisCharsMax,
+  decisionReasonCharsMax,
   secretInputFields,
-  unknownWaysOut,
-  commandNotKeptText,
-  pairCut,
-  pairsHidden,
-} from '../contract/index.js';
-import { isHttpToken } from '../core/index.js';
-import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
+} from '../contract/operator-limits.js';
+import { Effect, Outcome } from '../contract/outcome.js';
+import { unknownWaysOut } from '../contract/unknown-ways-out.js';
+import { isHttpToken } from '../core/check-wire-request.js';
+import type { ControlRequest } from '../host/control-client.js';
+import { controlSocketPath } from '../host/control-socket-path.js';
 import { readProofFromTerminal } from './secret-input.js';
 import {
   brokerDataDir,
@@ -262,7 +266,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     )
     .requiredOption(
       '--basis <text>',
-      `(required) how you know, 1 to ${basisCharsMax} characters (recorded in the journal and shown everywhere)`,
+      `(required) how you know, 1 to ${attestBasisCharsMax} characters (recorded in the journal and shown everywhere)`,
     )
     .action(async (actionId: string, options: AttestOptions) => {
       const outcome = options.outcome === 'committed' || options.outcome === 'rejected' ? options.outcome : undefined;
@@ -276,7 +280,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
         action_id: actionId,
         outcome,
         effect: options.effect,
-        basis: boundedText(options.basis, '--basis', basisCharsMax),
+        basis: boundedText(options.basis, '--basis', attestBasisCharsMax),
       });
       io.out(
         `${actionId} (ticket #${result.ticket}) settled by your attestation: ${outcome} (journal seq ${result.journal_seq}).`,
@@ -535,8 +539,6 @@ export function actionPageLines(page: BrokerApi['actions.list']['output']): stri
   return page.next_before === null ? lines : [...lines, `(more: --before ${page.next_before})`];
 }
 
-const actionListLimitMax = brokerApiSchemas['actions.list'].input.shape.limit.unwrap().maxValue ?? 0;
-
 function actionListInput(options: ActionListOptions): BrokerApi['actions.list']['input'] {
   const outcome = outcomeFilter(options.outcome);
   const code = codeFilter(options.code);
@@ -637,6 +639,8 @@ async function sendOperator(
   request: Extract<ControlRequest, { op: 'api' }>,
   timeoutMs?: number,
 ): Promise<Reply<unknown>> {
+  // The client checks the reply with the contract's schemas: loaded only by a command that asks (cold start).
+  const { sendControlRequest } = await import('../host/control-client.js');
   try {
     return await sendControlRequest(controlSocketPath(dataDir), request, timeoutMs);
   } catch (error) {
@@ -862,16 +866,14 @@ function bodyText(card: ApprovalCard): string {
   return `  body ${card.body_bytes} bytes ${JSON.stringify(shown)}`;
 }
 
-// Help and the local check read the bounds from the schemas the daemon parses with, so they cannot drift.
-const reasonCharsMax = brokerApiSchemas['approvals.reject'].input.shape.reason.maxLength ?? 0;
-const basisCharsMax = brokerApiSchemas['actions.attest'].input.shape.basis.maxLength ?? 0;
+// Help and the local check use the bounds the daemon's schemas are built from (operator-limits.ts): they cannot drift.
 
 function reasonHelp(required: boolean): string {
-  return `${required ? '(required) ' : ''}why, 1 to ${reasonCharsMax} characters (recorded in the journal)`;
+  return `${required ? '(required) ' : ''}why, 1 to ${decisionReasonCharsMax} characters (recorded in the journal)`;
 }
 
 function reasonText(raw: string | undefined): string {
-  return boundedText(raw ?? '', '--reason', reasonCharsMax);
+  return boundedText(raw ?? '', '--reason', decisionReasonCharsMax);
 }
 
 /** Checked here so the error names the option the person typed, not the API field behind it. */

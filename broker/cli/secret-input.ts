@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import tty from 'node:tty';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 import { hardenProcess } from '../host/harden-process.js';
 import { refuseOpenInspector } from '../host/inspector-guard.js';
 import { passphraseBytesMax, secretBytesMax } from '../vault/credential-input.js';

@@ -1,12 +1,11 @@
 import { Option, type Command } from 'commander';
-import { CodedError, ErrorCode, isCodedError, isMember } from '../contract/index.js';
-import {
-  controlSocketPath,
-  sendControlRequest,
-  type ControlReply,
-  type ControlRequest,
-} from '../host/control-client.js';
-import { credentialKinds, systemClock, type CredentialInfo, type CredentialKind } from '../ports/index.js';
+import { isMember } from '../contract/closed-set.js';
+import { CodedError, isCodedError } from '../contract/coded-error.js';
+import { ErrorCode } from '../contract/error-codes.js';
+import type { ControlReply, ControlRequest } from '../host/control-client.js';
+import { controlSocketPath } from '../host/control-socket-path.js';
+import { credentialKinds, type CredentialInfo, type CredentialKind } from '../ports/credential-vault.js';
+import { systemClock } from '../ports/system-clock.js';
 import type { FirstUseAtCreation } from '../host/config-integrity.js';
 import type { Vault } from '../vault/index.js';
 import {
@@ -395,6 +394,8 @@ async function askDaemon(
   dataDir: string,
   request: Exclude<ControlRequest, { op: 'api' }>,
 ): Promise<ControlReply | undefined> {
+  // The client checks the reply with the contract's schemas: loaded only by a command that asks (cold start).
+  const { sendControlRequest } = await import('../host/control-client.js');
   try {
     return await sendControlRequest(controlSocketPath(dataDir), request);
   } catch (error) {

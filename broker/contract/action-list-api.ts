@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ActionStage, Decision } from './action-record.js';
 import { Channel, Effect, Outcome } from './outcome.js';
+import { actionListLimitMax } from './operator-limits.js';
 
 /**
  * `actions.list`: one row per action, newest first — what an operator browses (issue #16), where
@@ -68,7 +69,7 @@ export const actionListSchemas = {
   input: z.strictObject({
     /** Keyset paging: rows whose first_seq is below this (the previous page's `next_before`). */
     before_seq: z.number().int().positive().optional(),
-    limit: z.number().int().positive().max(500).optional(),
+    limit: z.number().int().positive().max(actionListLimitMax).optional(),
     session_id: z.string().trim().min(1).max(80).optional(),
     lane: notBlank(200).optional(),
     target: notBlank(200).optional(),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ClosedSet } from './closed-set.js';
 import { classificationSchema } from './classification.js';
-import { anchorFailureCodes } from './operator-integrity-api.js';
+import { anchorFailureCodes } from './anchor-failure-codes.js';
 import { OperatorAuth, OperatorSurface } from './operator-actor.js';
 import { Channel } from './outcome.js';
 import { ApprovalMode } from './route-modes.js';
@@ -225,17 +225,6 @@ export const cardPairSchema = z.tuple([
 export type CardPair = z.infer<typeof cardPairSchema>;
 export type CardPairCut = z.infer<typeof cardPairCutSchema>;
 
-/** How many characters a pair's sides hide (zero each for an uncut pair or the broker's summary). Pure. */
-export function pairCut(pair: CardPair): CardPairCut {
-  const extra = pair[2];
-  return extra !== undefined && 'name_hidden' in extra ? extra : { name_hidden: 0, value_hidden: 0 };
-}
-
-/** The number of pairs the broker's summary pair says are not shown, or null for any other pair. Pure. */
-export function pairsHidden(pair: CardPair): number | null {
-  const extra = pair[2];
-  return extra !== undefined && 'pairs_hidden' in extra ? extra.pairs_hidden : null;
-}
 /** Pairs a card shows per list (the last one may say how many more are not shown). */
 const cardViewPairsMax = 32;
 

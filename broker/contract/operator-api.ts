@@ -12,17 +12,11 @@ import { credentialRequestApiSchemas } from './operator-credential-requests-api.
 import { allowlistApiSchemas } from './operator-allowlist-api.js';
 import { integrityApiSchemas } from './operator-integrity-api.js';
 import { isTimeZone } from './time-words.js';
+import { attestBasisCharsMax, decisionReasonCharsMax } from './operator-limits.js';
 
 /** Why the vault locked: a person asked, the idle time passed, the broker stopped (anything else: `other`). */
 export const vaultLockReasons = ['operator', 'idle', 'shutdown', 'other'] as const;
 export type VaultLockReason = (typeof vaultLockReasons)[number];
-
-/**
- * The most rows one `activity.list` page answers (default 100); a larger limit is answered with this
- * many and `next_seq`. The CLI refuses more, so `--newest --limit N` never shows N events it cannot.
- */
-export const activityPageMax = 500;
-export const activityPageDefault = 100;
 
 /** The broker's health as the operator API reports it. */
 export const brokerStatusSchema = z.object({
@@ -267,7 +261,7 @@ export const laneReleaseSchema = z.object({
 export type LaneRelease = z.infer<typeof laneReleaseSchema>;
 
 const ticketInput = z.strictObject({ ticket: z.number().int().positive() });
-const reason = z.string().trim().min(1).max(2000);
+const reason = z.string().trim().min(1).max(decisionReasonCharsMax);
 const decisionOutput = z.object({
   ticket: z.number().int().positive(),
   action_id: z.string(),
@@ -303,7 +297,7 @@ export const brokerApiSchemas = {
       /** A person may attest committed or rejected — never not_attempted after dispatch. */
       outcome: z.enum(['committed', 'rejected']),
       effect: z.enum(Effect),
-      basis: z.string().trim().min(1).max(4000),
+      basis: z.string().trim().min(1).max(attestBasisCharsMax),
     }),
     output: decisionOutput,
   },

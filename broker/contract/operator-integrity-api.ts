@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { anchorFailureCodes } from './anchor-failure-codes.js';
 
 /**
  * The operator API over the signed integrity anchor (docs/audit.md "Integrity anchor"). Merged into
@@ -7,16 +8,6 @@ import { z } from 'zod';
  * the journal no longer has quarantines the broker (every action tool refused with JOURNAL_QUARANTINED) until a
  * person re-adopts the journal as it is.
  */
-
-/** Why a start quarantined the broker: one stable code per failure, shown on the banner and by `integrity.anchor`. */
-export const anchorFailureCodes = [
-  'ANCHOR_ROLLBACK',
-  'ANCHOR_FORGED',
-  'ANCHOR_TAIL_MISSING',
-  'ANCHOR_MISSING',
-  'ANCHOR_STATE_MISMATCH',
-] as const;
-export type AnchorFailureCode = (typeof anchorFailureCodes)[number];
 
 /** ok: the anchor matched; first_use: no anchor yet and none was ever recorded; quarantined: `code` says why. */
 export const integrityStates = ['ok', 'first_use', 'quarantined'] as const;

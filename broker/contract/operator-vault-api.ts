@@ -30,9 +30,6 @@ export const passphraseCharsMax = 1_024;
  */
 export const operatorSecretCharsMax = 16 * 1_024;
 
-/** Input fields that hold secrets, by method: the logger redacts these paths, wherever they appear. */
-export const secretInputFields = ['passphrase', 'secret'] as const;
-
 const vaultStateSchema = z.enum(['uninitialized', 'locked', 'unlocked']);
 const credentialName = z.string().min(1).max(64);
 

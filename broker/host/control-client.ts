@@ -1,38 +1,19 @@
 import { createConnection } from 'node:net';
 import path from 'node:path';
-import { z } from 'zod';
-import { brokerApiMethods, CodedError, type Reply, type ReplyError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
+import type { Reply, ReplyError } from '../contract/index.js';
 import type { VaultState } from '../ports/index.js';
+import type { ControlRequest } from './control-request.js';
 import { verifyControlListener } from './control-listener.js';
 
 /**
- * The client half of the control socket (control-socket.ts serves it): the socket's name, the request shapes and one
- * request → one reply. Kept apart from the server so the CLI can talk to a running broker without loading the broker.
+ * The client half of the control socket (control-socket.ts serves it): the socket's name and one request → one reply.
+ * Kept apart from the server so the CLI can talk to a running broker without loading the broker, and from the request
+ * schema (control-request.ts, which the server parses with) so it loads no zod: a CLI command's cold start (issue 18).
  */
 export { controlSocketFileName, controlSocketPath } from './control-socket-path.js';
 
-const proofSchema = z.strictObject({ passphrase: z.string().min(1).max(1_024) });
-export const requestSchema = z.discriminatedUnion('op', [
-  // `source: 'file'`: the client read the passphrase from a file (--passphrase-file, POSTERN_PASSPHRASE_FILE); the
-  // broker then takes no passphrase as a person's proof for the rest of its run (control-proof.ts).
-  z.strictObject({
-    op: z.literal('unlock'),
-    passphrase: z.string().min(1).max(1_024),
-    source: z.literal('file').optional(),
-  }),
-  // Locking is a decision too (an agent must not stop every dispatch at will): it carries a proof.
-  z.strictObject({ op: z.literal('lock'), proof: proofSchema.optional() }),
-  z.strictObject({ op: z.literal('vault_status') }),
-  // The operator API (approvals, sessions, actions, activity) for the CLI; the handler parses input.
-  // A decision (contract operatorMethodClass) carries the person's proof: the vault passphrase typed on a terminal.
-  z.strictObject({
-    op: z.literal('api'),
-    method: z.enum(brokerApiMethods),
-    input: z.unknown().optional(),
-    proof: proofSchema.optional(),
-  }),
-]);
-export type ControlRequest = z.infer<typeof requestSchema>;
+export type { ControlRequest } from './control-request.js';
 
 export interface ControlValue {
   state: VaultState;

@@ -2,11 +2,11 @@ import { createServer, type Socket } from 'node:net';
 import {
   controlSocketFileName,
   controlSocketPath,
-  requestSchema,
   sendControlRequest,
   type ControlApiReply,
   type ControlReply,
 } from './control-client.js';
+import { requestSchema } from './control-request.js';
 import { CodedError, isCodedError, type BrokerApiMethod } from '../contract/index.js';
 import { systemClock, type Clock } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';

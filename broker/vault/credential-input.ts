@@ -1,5 +1,5 @@
-import { CodedError } from '../contract/index.js';
-import { credentialKinds, type CredentialKind, type SecretMaterial } from '../ports/index.js';
+import { CodedError } from '../contract/coded-error.js';
+import { credentialKinds, type CredentialKind, type SecretMaterial } from '../ports/credential-vault.js';
 
 /** What `Vault.add` accepts. The secret and the SSH key passphrase are bytes the caller owns and zeroes. */
 export interface CredentialInput {
