@@ -1,9 +1,10 @@
 /**
  * CLI start benchmark (issue 16: "the CLI and the shim start fast", target < 300 ms to first output):
- * the time from spawning `node bin/postern.mjs …` to its first byte on stdout, for `--version`,
- * `status --json` on an empty data directory and `mcp` answering an MCP initialize, once through the
- * esbuild bundle (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a
- * fresh bundle). Median, min and max of `runs` runs after one unreported warm-up run each.
+ * the time from spawning `node bin/postern.mjs …` to its first byte on stdout, for `--version`, `--help`,
+ * `status --json` on an empty data directory, `mcp` answering an MCP initialize, and operator commands
+ * answered by a running daemon (`approvals list`, `metrics --json`), once through the esbuild bundle
+ * (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a fresh bundle). Median,
+ * min and max of `runs` runs after one unreported warm-up run each.
  *
  *   node --import tsx bench/cli-start.ts [runs]
  *
@@ -11,14 +12,17 @@
  * the checkout's dist/ and sources (which people edit, making its bundle stale) are not involved.
  * Not part of the test run; about 1 minute on a 2-core machine.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { startAgentSocket } from '../broker/agent/index.js';
 import { initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
 import { makeCliPackageRoot, type CliPackageRoot } from '../broker/testing/cli-package-root.js';
-import { createTempDir } from '../broker/testing/temp-dir.js';
+import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
+import { anchorsInScratch } from './anchor-dir.js';
 
 const runs = Number(process.argv[2] ?? 10);
 /** A start that has printed nothing by then is reported as a failure, not waited on forever. */
@@ -51,6 +55,8 @@ interface Case {
   name: string;
   args: (dataDir: string) => string[];
   stdin?: string;
+  /** Asks the daemon the bench started (its data directory is passed) instead of an empty data directory. */
+  daemon?: true;
 }
 
 const cases: Case[] = [
@@ -61,11 +67,60 @@ const cases: Case[] = [
     args: (dataDir) => ['mcp', '--data-dir', dataDir],
     stdin: `${initializeFrame(1, 'bench')}\n`,
   },
+  { name: '--help', args: () => ['--help'] },
+  // An operator command's whole answer: start, the control socket's round trip, the printed result.
+  { name: 'approvals list (daemon)', args: (dataDir) => ['approvals', 'list', '--data-dir', dataDir], daemon: true },
+  { name: 'metrics --json (daemon)', args: (dataDir) => ['metrics', '--json', '--data-dir', dataDir], daemon: true },
 ];
 
-async function measure(pkg: CliPackageRoot, c: Case): Promise<number[]> {
+/** How long the bench waits for its daemon's ready event. */
+const daemonReadyMs = 30_000;
+
+/** A headless daemon on its own data directory (run from the bundle), answering the operator commands' cases. */
+async function startDaemon(pkg: CliPackageRoot, dataDir: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [pkg.bin, 'daemon', '--data-dir', dataDir, '--port', '0'], {
+    env: { ...process.env, POSTERN_TEST_EVENTS: '1' },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`the daemon was not ready within ${daemonReadyMs} ms`)),
+        daemonReadyMs,
+      );
+      child.once('exit', (code) => reject(new Error(`the daemon exited (${code}) before it was ready`)));
+      lines.on('line', (line) => {
+        if (!line.startsWith('{"event":"ready"')) return;
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  child.removeAllListeners('exit');
+  return child;
+}
+
+async function stopDaemon(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), daemonReadyMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function measure(pkg: CliPackageRoot, c: Case, daemonDir: TempDir): Promise<number[]> {
   const samples: number[] = [];
   for (let run = 0; run <= runs; run++) {
+    if (c.daemon === true) {
+      const ms = await timeToFirstOutput(pkg.bin, c.args(daemonDir.path), c.stdin);
+      if (run > 0) samples.push(ms);
+      continue;
+    }
     const dataDir = createTempDir('postern-bench-cli-');
     // `mcp` relays to a broker's agent socket; a scripted backend stands in for the broker.
     const backend = new ScriptedAgentBackend();
@@ -82,9 +137,14 @@ async function measure(pkg: CliPackageRoot, c: Case): Promise<number[]> {
 }
 
 const fmt = (ms: number): string => ms.toFixed(0).padStart(6);
+const scratch = createTempDir('postern-bench-cli-daemon-');
+anchorsInScratch(scratch.path);
+const daemonDir = createTempDir('postern-bench-cli-data-');
 const withBundle = await makeCliPackageRoot({ bundle: true });
 const withoutBundle = await makeCliPackageRoot({ bundle: false });
+let daemon: ChildProcess | undefined;
 try {
+  daemon = await startDaemon(withBundle, daemonDir.path);
   const cpu = cpus();
   process.stdout.write(`CLI start: ${runs} runs each, time to first stdout byte (ms)\n`);
   const load = loadavg()
@@ -101,7 +161,7 @@ try {
       ['bundle', withBundle],
       ['tsx', withoutBundle],
     ] as const) {
-      const samples = await measure(pkg, c);
+      const samples = await measure(pkg, c, daemonDir);
       const median = samples[Math.floor(samples.length / 2)] ?? Number.NaN;
       const [min, max] = [samples[0] ?? Number.NaN, samples.at(-1) ?? Number.NaN];
       // The goal is for what an installed `postern` runs (the bundle); tsx is shown for comparison only.
@@ -110,6 +170,9 @@ try {
     }
   }
 } finally {
+  if (daemon !== undefined) await stopDaemon(daemon);
   withBundle.remove();
   withoutBundle.remove();
+  daemonDir.remove();
+  scratch.remove();
 }
