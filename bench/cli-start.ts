@@ -2,7 +2,7 @@
  * CLI start benchmark (issue 16: "the CLI and the shim start fast", target < 300 ms to first output):
  * the time from spawning `node bin/postern.mjs …` to its first byte on stdout, for `--version`, `--help`,
  * `status --json` on an empty data directory, `mcp` answering an MCP initialize, and operator commands
- * answered by a running daemon (`approvals list`, `metrics --json`), once through the esbuild bundle
+ * answered by a running daemon (`approvals list`, `metrics --json`, `vault list`), once through the esbuild bundle
  * (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a fresh bundle). Median,
  * min and max of `runs` runs after one unreported warm-up run each.
  *
@@ -71,6 +71,8 @@ const cases: Case[] = [
   // An operator command's whole answer: start, the control socket's round trip, the printed result.
   { name: 'approvals list (daemon)', args: (dataDir) => ['approvals', 'list', '--data-dir', dataDir], daemon: true },
   { name: 'metrics --json (daemon)', args: (dataDir) => ['metrics', '--json', '--data-dir', dataDir], daemon: true },
+  // The vault file read as it is (a snapshot beside the daemon's open connection), then the daemon asked for its state.
+  { name: 'vault list (daemon)', args: (dataDir) => ['vault', 'list', '--data-dir', dataDir], daemon: true },
 ];
 
 /** How long the bench waits for its daemon's ready event. */

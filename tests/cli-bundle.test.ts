@@ -156,10 +156,15 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     for (const [name, modules] of [
       ['the program', program],
       ['the operator client', closure(chunkNamed('control-client'))],
+      // `vault list` reads the file without opening the vault (vault-listing.ts).
+      ['the vault listing', closure(chunkNamed('vault-listing'))],
     ] as const) {
-      for (const heavy of ['zod', 'better-sqlite3', 'libsodium-wrappers-sumo', 'undici', 'pino', 'yaml']) {
+      for (const heavy of ['zod', 'libsodium-wrappers-sumo', 'ssh2', 'undici', 'pino', 'yaml']) {
         expect(modules.has(heavy), `${heavy} is loaded by ${name}`).toBe(false);
       }
+      // SQLite: the listing reads the vault file; the program and the client read no database.
+      if (name !== 'the vault listing')
+        expect(modules.has('better-sqlite3'), `better-sqlite3 is loaded by ${name}`).toBe(false);
     }
   });
 

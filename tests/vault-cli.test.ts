@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -211,8 +211,11 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
   });
 
   it('list shows names, kinds, versions and bindings without a passphrase, in text and JSON', async () => {
+    const files = readdirSync(dataDir).sort();
     const text = await run(vault('list'));
     expect(text.code).toBe(0);
+    // Read as it is: no -wal or -shm appears beside the file, nothing is migrated or written.
+    expect(readdirSync(dataDir).sort()).toEqual(files);
     expect(text.stdout).toContain('Vault: locked (no broker running), 5 credentials');
     expect(text.stdout).toMatch(
       /dd \(header, header DD-API-KEY, version v1-[0-9a-f]{8}, cred_[0-9a-f]{24}\) → api\.datadoghq\.com/,
@@ -231,6 +234,16 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       ['maps', 'query', ['maps.example.com']],
       ['registry', 'basic', ['registry.local']],
     ]);
+  });
+
+  it('list on a data directory with no vault says uninitialized and creates no vault file', async () => {
+    const empty = path.join(scratch, 'no-vault');
+    mkdirSync(empty, { mode: 0o700 });
+    const text = await run(['vault', 'list', '--data-dir', empty]);
+    expect(text).toMatchObject({ code: 0, stdout: 'Vault: uninitialized (no broker running), 0 credentials\n' });
+    const json = JSON.parse((await run(['vault', 'list', '--json', '--data-dir', empty])).stdout) as unknown;
+    expect(json).toEqual({ state: 'uninitialized', broker_running: false, credentials: [] });
+    expect(readdirSync(empty)).toEqual([]);
   });
 
   it('bind replaces the bindings with the passphrase; without one, with none named, or with a bad host nothing changes', async () => {

@@ -639,7 +639,7 @@ async function sendOperator(
   request: Extract<ControlRequest, { op: 'api' }>,
   timeoutMs?: number,
 ): Promise<Reply<unknown>> {
-  // The client checks the reply with the contract's schemas: loaded only by a command that asks (cold start).
+  // The client and its check of the listener load only for a command that asks the broker (it loads no schema).
   const { sendControlRequest } = await import('../host/control-client.js');
   try {
     return await sendControlRequest(controlSocketPath(dataDir), request, timeoutMs);

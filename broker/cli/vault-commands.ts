@@ -268,9 +268,9 @@ export function registerVaultCommands(program: Command, context: CommandContext)
     .option('--json', 'print one JSON object instead of text')
     .action(async (options: ListOptions) => {
       const dataDir = existingDataDir(options, env);
-      const { state: fileState, credentials } = await withVault(dataDir, (v) =>
-        Promise.resolve({ state: v.state(), credentials: v.list() }),
-      );
+      // The file as it is, read-only: listing opens no vault (neither libsodium nor the SSH key parser loads).
+      const { readVaultListing } = await import('../vault/vault-listing.js');
+      const { state: fileState, credentials } = readVaultListing(dataDir);
       // This process never unlocks the file; what matters is whether a running broker holds it unlocked.
       const daemon = await askDaemon(dataDir, { op: 'vault_status' });
       const state = daemon?.ok === true ? daemon.value.state : fileState;
@@ -394,7 +394,7 @@ async function askDaemon(
   dataDir: string,
   request: Exclude<ControlRequest, { op: 'api' }>,
 ): Promise<ControlReply | undefined> {
-  // The client checks the reply with the contract's schemas: loaded only by a command that asks (cold start).
+  // The client and its check of the listener load only for a command that asks the broker (it loads no schema).
   const { sendControlRequest } = await import('../host/control-client.js');
   try {
     return await sendControlRequest(controlSocketPath(dataDir), request);

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 import { openDatabase, statementCache } from '../ports/open-database.js';
 import { privateReadsMax, privateSnapshot, type PrivateSnapshot } from '../ports/private-snapshot.js';
 

@@ -1,12 +1,14 @@
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { CodedError, type ErrorCode } from '../contract/index.js';
-import { credentialKinds, type CredentialInfo, type CredentialKind } from '../ports/index.js';
+import { CodedError } from '../contract/coded-error.js';
+import type { ErrorCode } from '../contract/index.js';
+import { credentialKinds, type CredentialInfo, type CredentialKind } from '../ports/credential-vault.js';
 import { openDatabase, statementCache } from '../ports/open-database.js';
 import { vaultMigrations } from './migrations/index.js';
 import { ReadOnlyConnection } from './read-only-connection.js';
-import { nonceBytes, type KdfParams, type Sealed } from './vault-crypto.js';
+import { nonceBytes } from './sealed-sizes.js';
+import type { KdfParams, Sealed } from './vault-crypto.js';
 import { vaultFileName } from './vault-file-name.js';
 
 export { vaultFileName };
