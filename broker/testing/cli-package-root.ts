@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createTempDir } from './temp-dir.js';
+import { createTempDir, type TempDir } from './temp-dir.js';
 
 /** The checkout this file is in (broker/testing's grandparent). */
 const repoRoot = path.resolve(import.meta.dirname, '..', '..');
@@ -29,6 +29,16 @@ export interface CliPackageRoot {
  */
 export async function makeCliPackageRoot(options: { bundle: boolean }): Promise<CliPackageRoot> {
   const dir = createTempDir('postern-cli-root-');
+  try {
+    return await copyPackage(dir, options);
+  } catch (error) {
+    // A build that fails (or a copy) leaves nothing behind: the caller never gets the copy to remove.
+    dir.remove();
+    throw error;
+  }
+}
+
+async function copyPackage(dir: TempDir, options: { bundle: boolean }): Promise<CliPackageRoot> {
   const root = dir.path;
   for (const file of ['bin/postern.mjs', 'scripts/build-cli.mjs', 'scripts/writer-worker-plugin.mjs']) {
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
