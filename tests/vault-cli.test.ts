@@ -236,7 +236,7 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     ]);
   });
 
-  it('list on a data directory with no vault says uninitialized and creates no vault file', async () => {
+  it('list on a data directory with no vault, or an empty vault file, says uninitialized and writes nothing', async () => {
     const empty = path.join(scratch, 'no-vault');
     mkdirSync(empty, { mode: 0o700 });
     const text = await run(['vault', 'list', '--data-dir', empty]);
@@ -244,6 +244,15 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     const json = JSON.parse((await run(['vault', 'list', '--json', '--data-dir', empty])).stdout) as unknown;
     expect(json).toEqual({ state: 'uninitialized', broker_running: false, credentials: [] });
     expect(readdirSync(empty)).toEqual([]);
+    // An empty vault.sqlite (the store creates it before SQLite writes a page; an open that failed leaves it): the
+    // same answer, as opening the vault gave, and the file stays as it was.
+    writeFileSync(path.join(empty, 'vault.sqlite'), '', { mode: 0o600 });
+    expect(await run(['vault', 'list', '--data-dir', empty])).toMatchObject({
+      code: 0,
+      stdout: 'Vault: uninitialized (no broker running), 0 credentials\n',
+    });
+    expect(readdirSync(empty)).toEqual(['vault.sqlite']);
+    expect(statSync(path.join(empty, 'vault.sqlite')).size).toBe(0);
   });
 
   it('bind replaces the bindings with the passphrase; without one, with none named, or with a bad host nothing changes', async () => {

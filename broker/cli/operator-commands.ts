@@ -866,8 +866,7 @@ function bodyText(card: ApprovalCard): string {
   return `  body ${card.body_bytes} bytes ${JSON.stringify(shown)}`;
 }
 
-// Help and the local check use the bounds the daemon's schemas are built from (operator-limits.ts): they cannot drift.
-
+/** Help and the local check use the bounds the daemon's schemas are built from (operator-limits.ts): no drift. */
 function reasonHelp(required: boolean): string {
   return `${required ? '(required) ' : ''}why, 1 to ${decisionReasonCharsMax} characters (recorded in the journal)`;
 }

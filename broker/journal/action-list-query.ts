@@ -2,6 +2,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { expiredWords } from '../contract/index.js';
 import { openActionsCondition } from './migrations/020-open-includes-blocking-unknown.js';
 import { settledOutcomeCondition } from './migrations/021-outcome-filter-settled.js';
+import { actionListScanRowsMax } from './action-list-scan-rows.js';
 
 /** What a page of the action list is narrowed by; every field optional (AND of the ones given). */
 export interface ActionListFilter {
@@ -126,8 +127,6 @@ export function policyWordsCondition(needle: string): { sql: string; values: unk
     values: [`%${inRule.replace(/[\\%_]/g, (c) => `\\${c}`)}%`, ...phrase.values],
   };
 }
-
-import { actionListScanRowsMax } from './action-list-scan-rows.js';
 
 export { actionListScanRowsMax };
 

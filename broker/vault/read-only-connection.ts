@@ -14,14 +14,15 @@ interface Opened {
 type Miss = 'again' | 'locking';
 
 /**
- * The connection a read-only vault store reads through (`postern audit verify --check-key`): nothing appears beside a
- * `vault.sqlite` that had no `-wal` or `-shm` (broker/ports/private-snapshot.ts picks `immutable`, a private copy, or
- * SQLite's locking when a broker has the vault open). The store keeps its connection while the vault is unlocked
- * (Argon2id) and used, so a lock-free snapshot stays open across several reads, and a broker may write the file
- * meanwhile. Hence every read counts only if the file is still as it was when the snapshot was taken, checked right
- * after that read; otherwise the connection is made again over a fresh snapshot and the read repeated. After
- * `privateReadsMax` snapshots in the connection's life it reads under SQLite's locking (which may then leave the two
- * sidecars, holding no row). No answer comes from a file that changed under the read. A private copy is removed at close.
+ * The connection a read-only vault store reads through (`postern audit verify --check-key`, `postern vault list`):
+ * nothing appears beside a `vault.sqlite` that had no `-wal` or `-shm` (broker/ports/private-snapshot.ts picks
+ * `immutable`, a private copy, or SQLite's locking when a broker has the vault open). The store keeps its connection
+ * while the vault is unlocked (Argon2id) and used, so a lock-free snapshot stays open across several reads, and a
+ * broker may write the file meanwhile. Hence every read counts only if the file is still as it was when the snapshot
+ * was taken, checked right after that read; otherwise the connection is made again over a fresh snapshot and the read
+ * repeated. After `privateReadsMax` snapshots in the connection's life it reads under SQLite's locking (which may then
+ * leave the two sidecars, holding no row). No answer comes from a file that changed under the read. A private copy is
+ * removed at close.
  */
 export class ReadOnlyConnection {
   private opened: Opened;

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import sodium from 'libsodium-wrappers-sumo';
 import { CodedError } from '../contract/index.js';
-
 import { nonceBytes } from './sealed-sizes.js';
 
 export { nonceBytes };
+
 /** The data key and the key-encryption key: XChaCha20-Poly1305 keys, 32 bytes. */
 export const keyBytes = 32;
 export const saltBytes = 16;

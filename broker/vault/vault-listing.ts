@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CredentialInfo } from '../ports/credential-vault.js';
 import { vaultFileName } from './vault-file-name.js';
@@ -13,16 +13,27 @@ export interface VaultListing {
 /**
  * `postern vault list` without a broker's word: the file read as it is, through the store's read-only connection
  * (VaultStore.openReadOnly: nothing created, chmodded, migrated or left beside it), with neither libsodium nor the
- * SSH key parser loaded (the vault itself needs both; a listing needs neither: issue 18's cold start). No file: an
- * uninitialized vault with no credentials, and still no file. A file of an older schema is refused with what to do
- * (the next start of Postern upgrades it).
+ * SSH key parser loaded (the vault itself needs both; a listing needs neither: issue 18's cold start). No file, or an
+ * empty one (VaultStore.open creates it before SQLite writes the first page; an open that failed, or one still
+ * starting, leaves it so): an uninitialized vault with no credentials, as opening the vault says, and still nothing
+ * written. A file of an older schema is refused with what to do (the next start of Postern upgrades it).
  */
 export function readVaultListing(dataDir: string): VaultListing {
-  if (!existsSync(join(dataDir, vaultFileName))) return { state: 'uninitialized', credentials: [] };
+  const size = fileSize(join(dataDir, vaultFileName));
+  if (size === undefined || size === 0) return { state: 'uninitialized', credentials: [] };
   const store = VaultStore.openReadOnly(dataDir);
   try {
     return { state: store.readWrappedKey() === undefined ? 'uninitialized' : 'locked', credentials: store.list() };
   } finally {
     store.close();
+  }
+}
+
+function fileSize(file: string): number | undefined {
+  try {
+    return statSync(file).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
   }
 }

@@ -118,9 +118,9 @@ export class VaultStore {
   }
 
   /**
-   * The vault file as it is, for a command that promises not to write (`postern audit verify --check-key`): read-only,
-   * query-only connections, so SQLite refuses any write, made through a private snapshot (ReadOnlyConnection) so that
-   * no `vault.sqlite-wal` or `-shm` appears beside a vault that had none, and every read answered from a file that held
+   * The vault file as it is, for a command that promises not to write (`postern audit verify --check-key`, `postern vault
+   * list`): read-only, query-only connections, so SQLite refuses any write, made through a private snapshot
+   * (ReadOnlyConnection) so that no `vault.sqlite-wal` or `-shm` appears beside a vault that had none, and every read answered from a file that held
    * still under it. Nothing is created (no file: VAULT_NOT_INITIALIZED), chmodded or migrated (an older schema is
    * refused; the next start of Postern upgrades it). Unlocking through it reads the wrapped key only; a key
    * protector's re-store would be refused, so callers pass none. close() removes a private copy.
