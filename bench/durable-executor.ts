@@ -22,6 +22,7 @@ import { drive, type Summary } from './durable-measure.js';
 import { PhaseClock, type PhaseRow } from './durable-phases.js';
 import { JournalCapture, replayCeiling } from './journal-ceiling.js';
 import { measureHandoff, type Handoff } from './writer-handoff.js';
+import { measureCommitPages, type CommitPages } from './commit-pages.js';
 
 /** fast: loopback, answered at once; slow: after 20 ms; ids: after 20 ms with the id headers an API sends (durable.ts). */
 export type Target = 'fast' | 'slow' | 'ids';
@@ -31,6 +32,7 @@ export type ExecutorRequest =
   | { op: 'broker'; target: Target; concurrency: number; runMs: number; opsMax: number }
   | { op: 'ceiling'; concurrency: number; runMs: number }
   | { op: 'handoff'; batchActions: number }
+  | { op: 'pages'; target: Target; actions: number }
   | { op: 'phases'; target: Target; concurrency: number; runMs: number; opsMax: number }
   | { op: 'exit' };
 export type ExecutorReply =
@@ -42,6 +44,7 @@ export type ExecutorReply =
       mix?: string;
       phases?: { rows: PhaseRow[]; actions: number; total: PhaseRow };
       handoff?: Handoff;
+      pages?: CommitPages;
     }
   | { ok: false; error: string };
 
@@ -184,6 +187,16 @@ async function handle(rig: Rig | undefined, message: ExecutorRequest): Promise<{
     const captured = rig.capture.captured();
     if (captured === undefined) throw new Error('handoff before any broker action was captured');
     return { reply: { ok: true, pid, handoff: await measureHandoff(captured, message.batchActions) } };
+  }
+  if (message.op === 'pages') {
+    const { journal, path } = rig.temp;
+    const pages = await measureCommitPages(
+      path,
+      message.actions,
+      () => rig.broker(message.target),
+      () => journal.durable(),
+    );
+    return { reply: { ok: true, pid, pages } };
   }
   await rig.close();
   return { reply: { ok: true, pid } };

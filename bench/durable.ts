@@ -41,6 +41,7 @@ import type { ExecutorReply, ExecutorRequest } from './durable-executor.js';
 import { startMcpRig } from './durable-daemon.js';
 import { drive, machineLine, ms, percentile, perSecond, rawFsyncMs, verdict, type Summary } from './durable-measure.js';
 import type { Handoff } from './writer-handoff.js';
+import type { CommitPages } from './commit-pages.js';
 import { FsyncTrace, straceUnavailable, tracedArgv, type SyncCount } from './fsync-trace.js';
 import { measureSyncFloor, syncFloorLine, syncFloorTable, type SyncFloor } from './sync-floor.js';
 
@@ -60,6 +61,8 @@ const bounds = {
 const cliStartRuns = 5;
 /** One c64 group commit's worth of actions, handed to a worker as one batch (table 7). */
 const handoffBatchActions = 64;
+/** Actions run one at a time for table 8 (their commits' pages). */
+const pagesActions = 20;
 
 /**
  * The header values a cloud API typically answers with besides content-type and length (a request id, an etag, a
@@ -174,6 +177,7 @@ interface Measured {
   brokerIds: Summary;
   phases: { label: string; phases: NonNullable<Extract<ExecutorReply, { ok: true }>['phases']> }[];
   handoff: Handoff;
+  pages: CommitPages;
 }
 
 /** The untraced runs: tables 1–3. */
@@ -189,6 +193,8 @@ async function measure(targets: Targets): Promise<Measured> {
     const ceiling = await executor.run({ op: 'ceiling', concurrency: 64, ...bounds.ceiling });
     const { handoff } = await executor.run({ op: 'handoff', batchActions: handoffBatchActions });
     if (handoff === undefined) throw new Error('the executor answered handoff without it');
+    const { pages } = await executor.run({ op: 'pages', target: 'fast', actions: pagesActions });
+    if (pages === undefined) throw new Error('the executor answered pages without them');
     const directSlow = await executor.run({ op: 'direct', target: 'slow', concurrency: 16, ...bounds.remote });
     const brokerSlow = await executor.run({ op: 'broker', target: 'slow', concurrency: 16, ...bounds.remote });
     const directIds = await executor.run({ op: 'direct', target: 'ids', concurrency: 16, ...bounds.remote });
@@ -226,6 +232,7 @@ async function measure(targets: Targets): Promise<Measured> {
       brokerIds: summaryOf(brokerIds),
       phases,
       handoff,
+      pages,
     };
   } finally {
     await executor.stop();
@@ -483,6 +490,25 @@ function printHandoff(m: Measured): void {
   console.log('');
 }
 
+function printCommitPages(m: Measured): void {
+  const p = m.pages;
+  console.log(
+    `### 8. What an action's commits write (bench/commit-pages.ts): ${p.actions} actions at c1, one after another, ` +
+      `${p.commits} commits, ${(p.pages / p.actions).toFixed(1)} WAL pages an action`,
+  );
+  console.log('');
+  console.log(
+    'First action, commit by commit: ' +
+      p.firstAction.map((c, i) => `${i + 1}: ${c.pages} pages (${c.trees.join(', ')})`).join('; ') +
+      '. Each page is a WAL frame the commit writes on the loop and the sync flushes.',
+  );
+  console.log('');
+  console.log('| b-tree (table or index) | pages an action |');
+  console.log('| --- | ---: |');
+  for (const row of p.byTree) console.log(`| ${row.tree} | ${row.perAction.toFixed(1)} |`);
+  console.log('');
+}
+
 /** Table 5 is bench/cli-start.ts itself, run as a child so its own set-up (a built bundle) is unchanged. */
 async function cliStart(): Promise<void> {
   console.log('### 5. CLI and shim cold start (bench/cli-start.ts; goal < 300 ms to first output, bundle)');
@@ -524,6 +550,7 @@ async function main(): Promise<void> {
     if (!process.argv.includes('--no-cli-start')) await cliStart();
     printPhases(measured);
     printHandoff(measured);
+    printCommitPages(measured);
   } finally {
     for (const { server } of [fast, slow, ids]) {
       server.closeAllConnections();
