@@ -15,6 +15,7 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { processExists } from './process-exists.js';
 
 /**
  * Which file a reader that promises to write nothing opens (`postern audit verify`, the journal and, with `--check-key`,
@@ -147,15 +148,6 @@ function removeAbandonedCopies(): void {
     } catch {
       // Not ours to remove (another user's, under a sticky /tmp): left as it is.
     }
-  }
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { processExists } from '../ports/process-exists.js';
 
 /** The prefix of each test run's anchor directory under the system's temp folder (anchor-dir.test.ts checks it). */
 export const testAnchorDirPrefix = 'postern-test-anchors-';
@@ -27,7 +28,7 @@ export function removeDeadRunsAnchorDirs(tempDir: string): string[] {
   const removed: string[] = [];
   for (const name of readdirSync(tempDir)) {
     const pid = runPidOf(name);
-    if (pid === undefined || isAlive(pid)) continue;
+    if (pid === undefined || processExists(pid)) continue;
     rmSync(path.join(tempDir, name), { recursive: true, force: true });
     removed.push(name);
   }
@@ -38,14 +39,4 @@ function runPidOf(name: string): number | undefined {
   if (!name.startsWith(testAnchorDirPrefix)) return undefined;
   const match = /^(\d{1,10})-/.exec(name.slice(testAnchorDirPrefix.length));
   return match === null ? undefined : Number(match[1]);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: a process of another user has it, alive.
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
 }
