@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 // Schema-free modules of the contract, not its index: every command registers without loading zod (issue 18: cold
-// start); the control client, which checks the broker's replies, loads when a command asks the broker.
+// start); the control client (no schema either) loads when a command asks the broker.
 import type {
   ActionListRow,
   ActionWait,

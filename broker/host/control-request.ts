@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { brokerApiMethods } from '../contract/operator-methods.js';
 
-/** The control socket's request shapes: the server (control-socket.ts) parses every line with them. */
 const proofSchema = z.strictObject({ passphrase: z.string().min(1).max(1_024) });
+/** The control socket's request shapes: the server (control-socket.ts) parses every line with them. */
 export const requestSchema = z.discriminatedUnion('op', [
   // `source: 'file'`: the client read the passphrase from a file (--passphrase-file, POSTERN_PASSPHRASE_FILE); the
   // broker then takes no passphrase as a person's proof for the rest of its run (control-proof.ts).
