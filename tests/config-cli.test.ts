@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,6 +100,31 @@ describe('postern config with no broker running', () => {
       how: 'accepted',
       accepted_by: expect.stringMatching(/^person:.+ \(cli, passphrase on tty\)$/),
     });
+  }, 60_000);
+});
+
+describe('postern config in a data directory with no vault, no broker running', () => {
+  const freshDir = path.join(scratch, 'fresh');
+
+  it('pending reads the files and creates nothing: no vault file, no journal', async () => {
+    mkdirSync(freshDir, { mode: 0o700 });
+    writeFileSync(path.join(freshDir, 'postern.yaml'), yaml(4002));
+    const result = await runPostern(['config', 'pending', '--json', '--data-dir', freshDir]);
+    expect(result.code, result.stderr).toBe(0);
+    // No vault yet: the file present when a person creates one is the one trusted on first use.
+    expect(JSON.parse(result.stdout)).toMatchObject({ broker_running: false, trust: 'first_use', change: null });
+    expect(readdirSync(freshDir).sort()).toEqual(['postern.yaml']);
+  });
+
+  it('accept is refused before the passphrase is asked, and creates nothing', async () => {
+    const run = await runOnTerminal(
+      ['config', 'accept', `sha256:${'0'.repeat(64)}`, '--data-dir', freshDir],
+      passphrase,
+    );
+    expect(run.prompted).toBe(false);
+    expect(run.code, run.screen).toBe(1);
+    expect(run.screen).toContain('VAULT_NOT_INITIALIZED');
+    expect(readdirSync(freshDir).sort()).toEqual(['postern.yaml']);
   }, 60_000);
 });
 

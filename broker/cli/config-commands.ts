@@ -80,32 +80,41 @@ async function ifBrokerRuns<T>(call: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
-/** No broker: the card from the files (the accepted copy's seal is checked only by an unlock, so trust reads unverified). */
+/**
+ * No broker: the card from the files (the accepted copy's seal is checked only by an unlock, so trust reads unverified).
+ * The vault is read from its file, never opened: the card needs only whether one exists, and opening it would load
+ * libsodium and create `vault.sqlite` where there is none (issue 18's cold start).
+ */
 async function pendingFromFiles(dataDir: string): Promise<ConfigPending> {
   // With no broker running, the broker's own pieces do the work; they load only for this path.
-  const [{ openVault }, { loadConfigIntegrity, dataDirHistoryFromFiles }] = await Promise.all([
-    import('../vault/index.js'),
-    import('../host/config-integrity.js'),
-  ]);
-  const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
-  try {
-    const integrity = loadConfigIntegrity({ dataDir, clock: systemClock });
-    integrity.attach(vault, dataDirHistoryFromFiles(dataDir));
-    return integrity.pending();
-  } finally {
-    await vault.close();
-  }
+  const [{ readVaultListing }, { lockedVaultView }, { loadConfigIntegrity, dataDirHistoryFromFiles }] =
+    await Promise.all([
+      import('../vault/vault-listing.js'),
+      import('../vault/locked-vault-view.js'),
+      import('../host/config-integrity.js'),
+    ]);
+  const integrity = loadConfigIntegrity({ dataDir, clock: systemClock });
+  integrity.attach(lockedVaultView(readVaultListing(dataDir)), dataDirHistoryFromFiles(dataDir));
+  return integrity.pending();
 }
 
+/**
+ * No broker: a person accepts at this terminal. The prompt comes first and the vault opens while they type (libsodium's
+ * wasm and the key parser take a few hundred ms to load); a directory with no vault is refused before anything is asked
+ * or created.
+ */
 async function acceptOffline(dataDir: string, digest: string): Promise<{ digest: string; file: string }> {
-  const [{ openVault }, { acceptConfigFile }, { operatorName }] = await Promise.all([
-    import('../vault/index.js'),
-    import('../host/config-integrity.js'),
-    import('../host/operator-handlers.js'),
-  ]);
-  const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
+  const { readVaultListing } = await import('../vault/vault-listing.js');
+  if (readVaultListing(dataDir).state === 'uninitialized')
+    throw new CodedError('VAULT_NOT_INITIALIZED', 'the vault has not been created; run `postern vault init`', {
+      field: '',
+    });
+  const opening = openForAccept(dataDir);
+  // Its failure is answered where it is awaited, after the prompt; until then it must not count as unhandled.
+  opening.catch(() => undefined);
+  let passphrase: Buffer;
   try {
-    const passphrase = await readProofFromTerminal(
+    passphrase = await readProofFromTerminal(
       `Postern decision: config.accept, digest ${digest} (no broker running)\r\nType the vault passphrase to confirm it is you: `,
       () =>
         new CodedError(
@@ -114,6 +123,22 @@ async function acceptOffline(dataDir: string, digest: string): Promise<{ digest:
           { field: 'proof' },
         ),
     );
+  } catch (error) {
+    await opening.then(
+      ({ vault }) => vault.close(),
+      () => undefined,
+    );
+    throw error;
+  }
+  let opened: Awaited<typeof opening>;
+  try {
+    opened = await opening;
+  } catch (error) {
+    passphrase.fill(0);
+    throw error;
+  }
+  const { vault, acceptConfigFile, operatorName } = opened;
+  try {
     try {
       await vault.unlock(passphrase);
     } finally {
@@ -124,6 +149,16 @@ async function acceptOffline(dataDir: string, digest: string): Promise<{ digest:
   } finally {
     await vault.close();
   }
+}
+
+async function openForAccept(dataDir: string) {
+  const [{ openVault }, { acceptConfigFile }, { operatorName }] = await Promise.all([
+    import('../vault/index.js'),
+    import('../host/config-integrity.js'),
+    import('../host/operator-handlers.js'),
+  ]);
+  const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
+  return { vault, acceptConfigFile, operatorName };
 }
 
 function pendingLines(p: ConfigPending, running: boolean): string[] {

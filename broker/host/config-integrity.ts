@@ -25,7 +25,7 @@ import {
   type PosternConfig,
 } from '../config/index.js';
 import type { Clock, CredentialVault, OperatorActor, ToolAnswer } from '../ports/index.js';
-import { readJournalSnapshot } from '../journal/index.js';
+import { readJournalSnapshot } from '../journal/read-snapshot.js';
 import { anchorFileOf, readAnchorFile } from './integrity-anchor.js';
 import { createLiveConfig, type LiveConfig } from './live-config.js';
 import { writeAtomically } from './write-atomically.js';

@@ -2,7 +2,7 @@ import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../ports/open-database.js';
-import { journalFileName } from './journal.js';
+import { journalFileName } from './journal-file-name.js';
 import type { OutcomeCountRow, RestingActionCounts } from '../core/index.js';
 import { dispatchedUnrecordedSql, inFlightSql, JournalStore, type ActionCounts } from './journal-store.js';
 import { schemaVersion } from './migrate.js';
