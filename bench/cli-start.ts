@@ -1,8 +1,9 @@
 /**
  * CLI start benchmark (issue 16: "the CLI and the shim start fast", target < 300 ms to first output):
  * the time from spawning `node bin/postern.mjs …` to its first byte on stdout, for `--version`, `--help`,
- * `status --json` on an empty data directory, `mcp` answering an MCP initialize, and operator commands
- * answered by a running daemon (`approvals list`, `metrics --json`, `vault list`), once through the esbuild bundle
+ * `status --json` on an empty data directory, `mcp` answering an MCP initialize, operator commands
+ * answered by a running daemon (`approvals list`, `metrics --json`, `vault list`), and with no broker `config pending`
+ * (empty directory) and `config accept`'s passphrase prompt on a pseudo-terminal, once through the esbuild bundle
  * (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a fresh bundle). Median,
  * min and max of `runs` runs after one unreported warm-up run each.
  *
@@ -22,6 +23,7 @@ import { initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
 import { makeCliPackageRoot, type CliPackageRoot } from '../broker/testing/cli-package-root.js';
 import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
+import { systemClock } from '../broker/ports/system-clock.js';
 import { anchorsInScratch } from './anchor-dir.js';
 
 const runs = Number(process.argv[2] ?? 10);
@@ -30,11 +32,17 @@ const firstOutputMsMax = 30_000;
 /** Issues 16 and 18: an MCP client gives up on a slow shim; a person notices a slow `--version`. */
 const firstOutputGoalMs = 300;
 
-/** Milliseconds from spawn to the first stdout byte; the child is then ended (stdin closed, then killed). */
-function timeToFirstOutput(bin: string, args: readonly string[], stdin?: string): Promise<number> {
+/**
+ * Milliseconds from spawn to the first stdout byte; the child is then ended (stdin closed, then killed). On a
+ * terminal (`script`'s pseudo-terminal, whose output is its stdout): the first byte the command writes to it, such as
+ * a passphrase prompt.
+ */
+function timeToFirstOutput(bin: string, args: readonly string[], stdin?: string, terminal = false): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const argv = [process.execPath, bin, ...args];
+    const [command, ...rest] = terminal ? ['script', '-qec', argv.map(shellQuote).join(' '), '/dev/null'] : argv;
+    const child = spawn(command as string, rest, { stdio: ['pipe', 'pipe', 'ignore'] });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`${args.join(' ')}: no output within ${firstOutputMsMax} ms`));
@@ -51,12 +59,16 @@ function timeToFirstOutput(bin: string, args: readonly string[], stdin?: string)
   });
 }
 
+const shellQuote = (arg: string): string => `'${arg.replaceAll("'", "'\\''")}'`;
+
 interface Case {
   name: string;
   args: (dataDir: string) => string[];
   stdin?: string;
   /** Asks the daemon the bench started (its data directory is passed) instead of an empty data directory. */
   daemon?: true;
+  /** A data directory with a vault and no broker (its path is passed), the command run on a pseudo-terminal. */
+  vaultNoBroker?: true;
 }
 
 const cases: Case[] = [
@@ -73,6 +85,14 @@ const cases: Case[] = [
   { name: 'metrics --json (daemon)', args: (dataDir) => ['metrics', '--json', '--data-dir', dataDir], daemon: true },
   // The vault file read as it is (a snapshot beside the daemon's open connection), then the daemon asked for its state.
   { name: 'vault list (daemon)', args: (dataDir) => ['vault', 'list', '--data-dir', dataDir], daemon: true },
+  // No broker: the card from the files (postern.yaml parsed: yaml and zod load), and a person's decision, whose first
+  // output is the passphrase prompt on the terminal.
+  { name: 'config pending (no broker)', args: (dataDir) => ['config', 'pending', '--data-dir', dataDir] },
+  {
+    name: 'config accept: prompt',
+    args: (dataDir) => ['config', 'accept', `sha256:${'0'.repeat(64)}`, '--data-dir', dataDir],
+    vaultNoBroker: true,
+  },
 ];
 
 /** How long the bench waits for its daemon's ready event. */
@@ -115,11 +135,22 @@ async function stopDaemon(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function measure(pkg: CliPackageRoot, c: Case, daemonDir: TempDir): Promise<number[]> {
+/** A data directory holding a vault (the test KDF: the bench times the prompt, not an unlock) and no broker. */
+async function vaultDirWithoutBroker(): Promise<TempDir> {
+  const dir = createTempDir('postern-bench-cli-vault-');
+  const { openVault } = await import('../broker/vault/index.js');
+  const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(Buffer.from('bench passphrase'));
+  await vault.close();
+  return dir;
+}
+
+async function measure(pkg: CliPackageRoot, c: Case, dirs: { daemon: TempDir; vault: TempDir }): Promise<number[]> {
   const samples: number[] = [];
   for (let run = 0; run <= runs; run++) {
-    if (c.daemon === true) {
-      const ms = await timeToFirstOutput(pkg.bin, c.args(daemonDir.path), c.stdin);
+    if (c.daemon === true || c.vaultNoBroker === true) {
+      const dir = c.daemon === true ? dirs.daemon : dirs.vault;
+      const ms = await timeToFirstOutput(pkg.bin, c.args(dir.path), c.stdin, c.vaultNoBroker === true);
       if (run > 0) samples.push(ms);
       continue;
     }
@@ -142,6 +173,7 @@ const fmt = (ms: number): string => ms.toFixed(0).padStart(6);
 const scratch = createTempDir('postern-bench-cli-daemon-');
 anchorsInScratch(scratch.path);
 const daemonDir = createTempDir('postern-bench-cli-data-');
+const vaultDir = await vaultDirWithoutBroker();
 const withBundle = await makeCliPackageRoot({ bundle: true });
 const withoutBundle = await makeCliPackageRoot({ bundle: false });
 let daemon: ChildProcess | undefined;
@@ -163,7 +195,7 @@ try {
       ['bundle', withBundle],
       ['tsx', withoutBundle],
     ] as const) {
-      const samples = await measure(pkg, c, daemonDir);
+      const samples = await measure(pkg, c, { daemon: daemonDir, vault: vaultDir });
       const median = samples[Math.floor(samples.length / 2)] ?? Number.NaN;
       const [min, max] = [samples[0] ?? Number.NaN, samples.at(-1) ?? Number.NaN];
       // The goal is for what an installed `postern` runs (the bundle); tsx is shown for comparison only.
@@ -176,5 +208,6 @@ try {
   withBundle.remove();
   withoutBundle.remove();
   daemonDir.remove();
+  vaultDir.remove();
   scratch.remove();
 }
