@@ -332,7 +332,7 @@ describe('on a 1 MiB body', () => {
     expect(out.redacted).toBe(true);
     expect(leak(out.bytes.subarray(-200), token)).toBeUndefined();
     // ~0.9-1.5 s on the 2-core AMD VM (2026-12-05; every line's runs and escapes are looked into for compressed data,
-    // README "Scrubbing answers"), so a bound of 1.5 s failed under load. A quadratic regression on a megabyte takes
+    // docs/benchmarks.md "Scrubbing answers"), so a bound of 1.5 s failed under load. A quadratic regression on a megabyte takes
     // minutes: the bound catches that, not a slow box.
     expect(elapsedMs).toBeLessThan(10_000);
   });
