@@ -116,6 +116,16 @@ describe('postern config in a data directory with no vault, no broker running', 
     expect(readdirSync(freshDir).sort()).toEqual(['postern.yaml']);
   });
 
+  it('a file that does not load is named with its error, on one coded line, and nothing is created', async () => {
+    const brokenDir = path.join(scratch, 'broken');
+    mkdirSync(brokenDir, { mode: 0o700 });
+    writeFileSync(path.join(brokenDir, 'postern.yaml'), 'version: 1\nroutes: [\n');
+    const result = await runPostern(['config', 'pending', '--data-dir', brokenDir]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^postern: CONFIG_INVALID: the configuration is not valid YAML at line \d+/);
+    expect(readdirSync(brokenDir)).toEqual(['postern.yaml']);
+  });
+
   it('accept is refused before the passphrase is asked, and creates nothing', async () => {
     const run = await runOnTerminal(
       ['config', 'accept', `sha256:${'0'.repeat(64)}`, '--data-dir', freshDir],

@@ -66,7 +66,8 @@ function reportError(error: unknown, io: CliIo): number {
     return exitCode.usage;
   }
   if (isCodedError(error)) {
-    const field = error.field === undefined ? '' : ` ${error.field}`;
+    // A field of '' names none (the whole input, such as the file): `CODE: message`, never `CODE : message`.
+    const field = error.field === undefined || error.field === '' ? '' : ` ${error.field}`;
     io.err(`postern: ${error.code}${field}: ${error.message}`);
     return error.code === 'INVALID_ARGUMENT' ? exitCode.usage : exitCode.failure;
   }
