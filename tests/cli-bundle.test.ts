@@ -166,6 +166,13 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       if (name !== 'the vault listing')
         expect(modules.has('better-sqlite3'), `better-sqlite3 is loaded by ${name}`).toBe(false);
     }
+    // `audit verify` (without --check-key or --checkpoint): the verifier and its codes, over ciphertext, with neither the
+    // vault (ssh2's key parser) nor the journal nor the contract's schemas (audit-commands.ts, verifyModules).
+    const verifier = new Set([...closure(chunkNamed('verify-journal')), ...closure(chunkNamed('verify-codes'))]);
+    expect(verifier).toContain('better-sqlite3');
+    for (const heavy of ['zod', 'ssh2', 'undici', 'pino', 'yaml', 'commander']) {
+      expect(verifier.has(heavy), `${heavy} is loaded by audit verify's verifier`).toBe(false);
+    }
   });
 
   it('runs on its own: node dist/cli/main.mjs --version prints the package version', async () => {

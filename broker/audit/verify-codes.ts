@@ -1,4 +1,5 @@
-import { meaningsFrom, type ClosedSet, type CodesFrom } from '../contract/index.js';
+import type { ClosedSet } from '../contract/closed-set.js';
+import { meaningsFrom, type CodesFrom } from '../contract/error-codes.js';
 
 export type VerifyCode = CodesFrom<'audit_verify'>;
 

@@ -1,19 +1,18 @@
 import { hash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import sodium from 'libsodium-wrappers-sumo';
+// The two core modules the verifier needs, not the core's index: `postern audit verify` loads neither the contract's
+// schemas nor zod (issue 18's cold start; tests/cli-bundle.test.ts).
+import { auditHeaderText, checkpointDomain, encodeCheckpointMessage, encodeLeaf } from '../core/audit-record.js';
 import {
   appendLeaf,
-  auditHeaderText,
-  checkpointDomain,
   decodeFrontier,
   emptyFrontier,
-  encodeCheckpointMessage,
-  encodeLeaf,
   frontierRoot,
   leafHash,
   type Hash,
   type MerkleFrontier,
-} from '../core/index.js';
+} from '../core/merkle-tree.js';
 import type { Checkpoint, TrustedCheckpoint } from './checkpoint-file.js';
 import { VerifyFailure, type VerifyCode } from './verify-codes.js';
 import { openDatabase } from '../ports/open-database.js';

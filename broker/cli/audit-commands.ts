@@ -27,6 +27,20 @@ async function auditModules() {
   return { ...verify, ...snapshot, ...file, ...exportable, ...codes, ...journal, ...vault };
 }
 
+/**
+ * What `audit verify` uses: the verifier and its codes, and the checkpoint file's parser only when a file is given. Not
+ * the vault, the journal or the contract's schemas (ssh2, libsodium's vault use, zod: ~180 ms of a cold start; issue
+ * 18, tests/cli-bundle.test.ts). `--check-key` loads the vault itself (vaultKeyOf).
+ */
+async function verifyModules(withCheckpointFile: boolean) {
+  const [verify, codes, file] = await Promise.all([
+    import('../audit/verify-journal.js'),
+    import('../audit/verify-codes.js'),
+    withCheckpointFile ? import('../audit/checkpoint-file.js') : undefined,
+  ]);
+  return { ...verify, ...codes, file };
+}
+
 /** Progress on stderr at most this often while verifying a long journal. */
 export const verifyProgressIntervalMs = 1_000;
 const seqMax = Number.MAX_SAFE_INTEGER;
@@ -131,11 +145,11 @@ async function runVerify(
   err: (line: string) => void,
   trustedKey: Uint8Array | undefined,
 ): Promise<VerifyReport> {
-  const { checkpointFileBytesMax, parseCheckpointFile, verifyJournal, VerifyFailure } = await auditModules();
+  const { file, verifyJournal, VerifyFailure } = await verifyModules(checkpointFile !== undefined);
   let anchor: TrustedCheckpoint | undefined;
   try {
-    if (checkpointFile !== undefined)
-      anchor = parseCheckpointFile(readBounded(checkpointFile, checkpointFileBytesMax, VerifyFailure));
+    if (checkpointFile !== undefined && file !== undefined)
+      anchor = file.parseCheckpointFile(readBounded(checkpointFile, file.checkpointFileBytesMax, VerifyFailure));
   } catch (error) {
     if (error instanceof VerifyFailure) return { ok: false, code: error.code, seq: error.seq, message: error.message };
     throw error;
