@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import Database from 'better-sqlite3';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
@@ -136,6 +137,59 @@ describe('postern config in a data directory with no vault, no broker running', 
     expect(run.screen).toContain('VAULT_NOT_INITIALIZED');
     expect(readdirSync(freshDir).sort()).toEqual(['postern.yaml']);
   }, 60_000);
+});
+
+describe('postern config with no broker, beside a vault file opening would upgrade or a damaged credential row', () => {
+  /** A copy of the data directory with a vault holding a key and a credential, changed by `change`. */
+  const vaultDir = async (name: string, change: (db: Database.Database) => void): Promise<string> => {
+    const at = path.join(scratch, name);
+    mkdirSync(at, { mode: 0o700 });
+    const vault = await openVault({ dataDir: at, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+    await vault.init(Buffer.from(passphrase));
+    await vault.add({
+      name: 'docs-token',
+      kind: 'bearer',
+      secret: Buffer.from('CANARY-config-cli'),
+      bindings: ['docs'],
+    });
+    await vault.close();
+    const db = new Database(path.join(at, 'vault.sqlite'));
+    try {
+      change(db);
+    } finally {
+      db.close();
+    }
+    writeFileSync(path.join(at, 'postern.yaml'), yaml(4003));
+    return at;
+  };
+  const pendingAt = async (at: string): Promise<{ trust: string; change: { digest: string } | null }> => {
+    const result = await runPostern(['config', 'pending', '--json', '--data-dir', at]);
+    expect(result.code, result.stderr).toBe(0);
+    return JSON.parse(result.stdout);
+  };
+  const userVersion = (at: string): number => {
+    const db = new Database(path.join(at, 'vault.sqlite'), { readonly: true });
+    try {
+      return Number(db.pragma('user_version', { simple: true }));
+    } finally {
+      db.close();
+    }
+  };
+
+  it('a vault file of the older schema (v1) is opened, and upgraded, as before: the same card as a current one', async () => {
+    const at = await vaultDir('v1', (db) => {
+      db.exec('ALTER TABLE vault_key DROP COLUMN protected_by');
+      db.pragma('user_version = 1');
+    });
+    // A vault with a key and no accepted copy: the whole file waits for a person (untrusted), as in the first describe.
+    expect(await pendingAt(at)).toMatchObject({ trust: 'untrusted', change: { digest: expect.any(String) } });
+    expect(userVersion(at)).toBe(2);
+  });
+
+  it('a planted credential row does not stop the card (it needs only whether a vault exists)', async () => {
+    const at = await vaultDir('planted-row', (db) => db.prepare("UPDATE credentials SET kind = 'planted'").run());
+    expect(await pendingAt(at)).toMatchObject({ trust: 'untrusted', change: { digest: expect.any(String) } });
+  });
 });
 
 describe('postern config with a broker running', () => {

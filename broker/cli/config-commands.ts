@@ -82,30 +82,49 @@ async function ifBrokerRuns<T>(call: () => Promise<T>): Promise<T | undefined> {
 
 /**
  * No broker: the card from the files (the accepted copy's seal is checked only by an unlock, so trust reads unverified).
- * The vault is read from its file, never opened: the card needs only whether one exists, and opening it would load
- * libsodium and create `vault.sqlite` where there is none (issue 18's cold start).
+ * The card needs only whether a vault was created, read from the vault file's key row without opening the vault
+ * (opening it loads libsodium and the key parser, and creates `vault.sqlite` where there is none: issue 18's cold
+ * start). A vault file of an older schema is opened as before, which upgrades it.
  */
 async function pendingFromFiles(dataDir: string): Promise<ConfigPending> {
   // With no broker running, the broker's own pieces do the work; they load only for this path.
-  const [{ readVaultListing }, { lockedVaultView }, { loadConfigIntegrity, dataDirHistoryFromFiles }] =
-    await Promise.all([
-      import('../vault/vault-listing.js'),
-      import('../vault/locked-vault-view.js'),
-      import('../host/config-integrity.js'),
-    ]);
+  const [listing, { lockedVaultView }, { loadConfigIntegrity, dataDirHistoryFromFiles }] = await Promise.all([
+    import('../vault/vault-listing.js'),
+    import('../vault/locked-vault-view.js'),
+    import('../host/config-integrity.js'),
+  ]);
   const integrity = loadConfigIntegrity({ dataDir, clock: systemClock });
-  integrity.attach(lockedVaultView(readVaultListing(dataDir)), dataDirHistoryFromFiles(dataDir));
+  const history = dataDirHistoryFromFiles(dataDir);
+  let state: 'uninitialized' | 'locked';
+  try {
+    state = listing.readVaultState(dataDir);
+  } catch (error) {
+    if (!(error instanceof listing.OlderVaultSchema)) throw error;
+    const { openVault } = await import('../vault/index.js');
+    const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
+    try {
+      integrity.attach(vault, history);
+      return integrity.pending();
+    } finally {
+      await vault.close();
+    }
+  }
+  integrity.attach(
+    lockedVaultView(state, () => listing.readVaultListing(dataDir).credentials),
+    history,
+  );
   return integrity.pending();
 }
 
 /**
  * No broker: a person accepts at this terminal. The prompt comes first and the vault opens while they type (libsodium's
- * wasm and the key parser take a few hundred ms to load); a directory with no vault is refused before anything is asked
- * or created.
+ * wasm and the key parser take a few hundred ms to load); a directory with no vault file, or an empty one, is refused
+ * before anything is asked or created. Any other file is the vault's to judge when it opens (an older schema is
+ * upgraded, one with no key is refused by the unlock).
  */
 async function acceptOffline(dataDir: string, digest: string): Promise<{ digest: string; file: string }> {
-  const { readVaultListing } = await import('../vault/vault-listing.js');
-  if (readVaultListing(dataDir).state === 'uninitialized')
+  const { vaultFileHoldsData } = await import('../vault/vault-listing.js');
+  if (!vaultFileHoldsData(dataDir))
     throw new CodedError('VAULT_NOT_INITIALIZED', 'the vault has not been created; run `postern vault init`', {
       field: '',
     });

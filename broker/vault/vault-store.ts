@@ -345,12 +345,21 @@ function requireCurrentSchema(db: Database.Database): void {
   const known = vaultMigrations.length;
   const version = Number(db.pragma('user_version', { simple: true }));
   if (version > known) throw corrupt(`the vault file is schema v${version}, newer than this Postern (v${known})`);
-  if (version < known)
-    throw new CodedError(
+  if (version < known) throw new OlderVaultSchema(version, known);
+}
+
+/**
+ * A read-only command's refusal of a vault file of an older schema (INVALID_ARGUMENT naming --data-dir): opening the
+ * vault upgrades it, a read-only store never does. A caller that may open the vault instead tells it from other errors.
+ */
+export class OlderVaultSchema extends CodedError {
+  constructor(version: number, known: number) {
+    super(
       'INVALID_ARGUMENT',
       `the vault file is schema v${version}, older than this Postern (v${known}); a read-only command does not upgrade it (the next start of Postern does)`,
       { field: '--data-dir' },
     );
+  }
 }
 
 /** One step per transaction, guarded by user_version; a file from a newer Postern is refused, not guessed at. */
