@@ -113,7 +113,7 @@ function answerText(p: ActionAnswerParts): string {
   let head: string;
   if (p.queue !== undefined && p.queue !== null) head = `${t} ${p.queue.text}`;
   else if (e.error !== undefined) {
-    const field = e.error.field === undefined ? '' : ` (field ${e.error.field})`;
+    const field = e.error.field === undefined || e.error.field === '' ? '' : ` (field ${e.error.field})`;
     head = `${t} ${e.error.outcome}: ${e.error.code}${field}${e.evidence.response_status === undefined ? '' : ` (HTTP ${e.evidence.response_status})`}`;
   } else if (p.state?.outcome === 'committed' || p.state?.outcome === 'rejected') {
     const detail =

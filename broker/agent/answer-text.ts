@@ -74,7 +74,7 @@ function actionLine(r: EnvelopeReply): string {
 
 /** A part the error does not carry is left out, never printed as "undefined" (a refused read names no outcome). */
 function errorLine(e: EnvelopeError | AgentRefusal['error']): string {
-  const field = e.field === undefined ? '' : ` (field: ${e.field})`;
+  const field = e.field === undefined || e.field === '' ? '' : ` (field: ${e.field})`;
   const after = 'retry_after_ms' in e && e.retry_after_ms !== undefined ? ` after ${e.retry_after_ms} ms` : '';
   const parts = [
     `error: ${e.code}${field}: ${e.message}`,

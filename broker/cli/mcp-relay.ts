@@ -378,7 +378,7 @@ export class McpRelay {
     const seconds = Math.round(this.options.reconnect.giveUpMs / 1000);
     const why: Failure =
       absence.failure ?? notListening(this.options.dataDir, this.options.socketPath, 'cannot connect');
-    const field = why.field === undefined ? '' : ` ${why.field}`;
+    const field = why.field === undefined || why.field === '' ? '' : ` ${why.field}`;
     this.options.err(`postern: ${why.code}${field}: gave up reconnecting after ${seconds} s: ${why.message}`);
     this.endAbsence();
     // The broker was there at the last try and refused it: what waited is answered with its word, not "did not come back".
