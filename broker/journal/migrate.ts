@@ -2,6 +2,9 @@ import type { Database } from 'better-sqlite3';
 import { CodedError } from '../contract/index.js';
 import type { Migration } from './migration.js';
 import { journalMigrations } from './migrations/index.js';
+import { schemaVersion } from './schema-version.js';
+
+export { schemaVersion } from './schema-version.js';
 
 /**
  * Brings the database to the newest schema this code knows, one step per transaction guarded by
@@ -21,10 +24,6 @@ export function migrate(db: Database, migrations: readonly Migration[] = journal
   }
   for (const step of migrations.slice(current)) applyStep(db, step);
   return schemaVersion(db);
-}
-
-export function schemaVersion(db: Database): number {
-  return Number(db.pragma('user_version', { simple: true }));
 }
 
 function applyStep(db: Database, step: Migration): void {

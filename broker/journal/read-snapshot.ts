@@ -5,7 +5,7 @@ import { openDatabase } from '../ports/open-database.js';
 import { journalFileName } from './journal-file-name.js';
 import type { OutcomeCountRow, RestingActionCounts } from '../core/index.js';
 import { dispatchedUnrecordedSql, inFlightSql, JournalStore, type ActionCounts } from './journal-store.js';
-import { schemaVersion } from './migrate.js';
+import { schemaVersion } from './schema-version.js';
 import { migration004AuditLog } from './migrations/004-audit-log.js';
 import { migration011StatusCounters } from './migrations/011-status-counters.js';
 
