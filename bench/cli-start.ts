@@ -2,9 +2,9 @@
  * CLI start benchmark (issue 16: "the CLI and the shim start fast", target < 300 ms to first output):
  * the time from spawning `node bin/postern.mjs …` to its first byte on stdout, for `--version`, `--help`,
  * `status --json` on an empty data directory, `mcp` answering an MCP initialize, operator commands
- * answered by a running daemon (`approvals list`, `metrics --json`, `vault list`), and with no broker `config pending`
- * (empty directory) and `config accept`'s passphrase prompt on a pseudo-terminal, once through the esbuild bundle
- * (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a fresh bundle). Median,
+ * answered by a running daemon (`approvals list`, `metrics --json`, `vault list`), `audit verify` of that daemon's
+ * journal, and with no broker `config pending` (a data directory holding a postern.yaml of one route) and `config
+ * accept`'s passphrase prompt on a pseudo-terminal, once through the esbuild bundle (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a fresh bundle). Median,
  * min and max of `runs` runs after one unreported warm-up run each.
  *
  *   node --import tsx bench/cli-start.ts [runs]
@@ -14,6 +14,8 @@
  * Not part of the test run; about 1 minute on a 2-core machine.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { cpus, loadavg } from 'node:os';
@@ -34,27 +36,41 @@ const firstOutputGoalMs = 300;
 
 /**
  * Milliseconds from spawn to the first stdout byte; the child is then ended (stdin closed, then killed). On a
- * terminal (`script`'s pseudo-terminal, whose output is its stdout): the first byte the command writes to it, such as
- * a passphrase prompt.
+ * terminal (`script`'s pseudo-terminal, whose output is its stdout, stderr included): until what was written ends in a
+ * passphrase prompt — anything else first (an error, a warning) fails the run rather than being timed as the prompt.
  */
 function timeToFirstOutput(bin: string, args: readonly string[], stdin?: string, terminal = false): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const argv = [process.execPath, bin, ...args];
     const [command, ...rest] = terminal ? ['script', '-qec', argv.map(shellQuote).join(' '), '/dev/null'] : argv;
-    const child = spawn(command as string, rest, { stdio: ['pipe', 'pipe', 'ignore'] });
-    const timer = setTimeout(() => {
+    // `script -c` runs the line with $SHELL: a plain sh, not the user's shell and its start-up files.
+    const child = spawn(command as string, rest, {
+      stdio: ['pipe', 'pipe', 'ignore'],
+      env: terminal ? { ...process.env, SHELL: '/bin/sh' } : process.env,
+    });
+    let written = '';
+    const fail = (why: string): void => {
+      clearTimeout(timer);
       child.kill('SIGKILL');
-      reject(new Error(`${args.join(' ')}: no output within ${firstOutputMsMax} ms`));
-    }, firstOutputMsMax);
+      reject(new Error(`${args.join(' ')}: ${why}`));
+    };
+    const timer = setTimeout(() => fail(`no output within ${firstOutputMsMax} ms`), firstOutputMsMax);
     child.once('error', reject);
-    child.stdout.once('data', () => {
+    const onExit = (): void => fail(`exited before its prompt: ${JSON.stringify(written.slice(-300))}`);
+    if (terminal) child.once('exit', onExit);
+    const onData = (chunk: Buffer): void => {
       const elapsed = performance.now() - started;
+      written += chunk.toString('utf8');
+      if (terminal && !/passphrase[^\n]*: $/i.test(written)) return;
+      child.stdout.off('data', onData);
+      child.off('exit', onExit);
       clearTimeout(timer);
       child.stdin.end();
       child.kill('SIGTERM');
       child.once('exit', () => resolve(elapsed));
-    });
+    };
+    child.stdout.on('data', onData);
     if (stdin !== undefined) child.stdin.write(stdin);
   });
 }
@@ -69,7 +85,21 @@ interface Case {
   daemon?: true;
   /** A data directory with a vault and no broker (its path is passed), the command run on a pseudo-terminal. */
   vaultNoBroker?: true;
+  /** Files written into the empty data directory before each run. */
+  files?: Readonly<Record<string, string>>;
 }
+
+/** A configuration of one route, as a person writes one: what `config pending` parses and shows. */
+const benchConfig = [
+  'version: 1',
+  'routes:',
+  '  - name: docs',
+  '    base_url: https://api.example.com',
+  '    credential: docs-token',
+  '    injection: bearer',
+  '    approval: per_call',
+  '',
+].join('\n');
 
 const cases: Case[] = [
   { name: '--version', args: () => ['--version'] },
@@ -85,9 +115,15 @@ const cases: Case[] = [
   { name: 'metrics --json (daemon)', args: (dataDir) => ['metrics', '--json', '--data-dir', dataDir], daemon: true },
   // The vault file read as it is (a snapshot beside the daemon's open connection), then the daemon asked for its state.
   { name: 'vault list (daemon)', args: (dataDir) => ['vault', 'list', '--data-dir', dataDir], daemon: true },
+  // The whole verify of the daemon's (small) journal, read from a private snapshot beside it: the verifier's start.
+  { name: 'audit verify (daemon)', args: (dataDir) => ['audit', 'verify', '--data-dir', dataDir], daemon: true },
   // No broker: the card from the files (postern.yaml parsed: yaml and zod load), and a person's decision, whose first
   // output is the passphrase prompt on the terminal.
-  { name: 'config pending (no broker)', args: (dataDir) => ['config', 'pending', '--data-dir', dataDir] },
+  {
+    name: 'config pending (no broker)',
+    args: (dataDir) => ['config', 'pending', '--data-dir', dataDir],
+    files: { 'postern.yaml': benchConfig },
+  },
   {
     name: 'config accept: prompt',
     args: (dataDir) => ['config', 'accept', `sha256:${'0'.repeat(64)}`, '--data-dir', dataDir],
@@ -152,9 +188,13 @@ async function measure(pkg: CliPackageRoot, c: Case, dirs: { daemon: TempDir; va
       const dir = c.daemon === true ? dirs.daemon : dirs.vault;
       const ms = await timeToFirstOutput(pkg.bin, c.args(dir.path), c.stdin, c.vaultNoBroker === true);
       if (run > 0) samples.push(ms);
+      // A run ended at its prompt may leave the vault's -wal and -shm: the next opens the file as the first did.
+      if (c.vaultNoBroker === true)
+        for (const sidecar of ['-wal', '-shm']) rmSync(path.join(dir.path, `vault.sqlite${sidecar}`), { force: true });
       continue;
     }
     const dataDir = createTempDir('postern-bench-cli-');
+    for (const [name, text] of Object.entries(c.files ?? {})) writeFileSync(path.join(dataDir.path, name), text);
     // `mcp` relays to a broker's agent socket; a scripted backend stands in for the broker.
     const backend = new ScriptedAgentBackend();
     const socket = c.name.startsWith('mcp') ? await startAgentSocket({ dataDir: dataDir.path, backend }) : undefined;
