@@ -1,12 +1,9 @@
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
-import {
-  ApprovalMode,
-  brokerApiMethods,
-  credentialRequestTtlSecondsDefault,
-  InjectionKind,
-} from '../contract/index.js';
-import { pathTemplateParams, pathTemplateProblem } from '../core/index.js';
+import { credentialRequestTtlSecondsDefault } from '../contract/config-constants.js';
+import { brokerApiMethods } from '../contract/operator-methods.js';
+import { ApprovalMode, InjectionKind } from '../contract/route-modes.js';
+import { pathTemplateParams, pathTemplateProblem } from '../core/path-template.js';
 import {
   mcpCredentialNamePattern,
   mcpEnvKeyProblem,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { CodedError } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
 import {
   approvalTtlSecondsDefault,
   configSchema,

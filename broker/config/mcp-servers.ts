@@ -1,4 +1,5 @@
-import { CodedError, type ApprovalMode } from '../contract/index.js';
+import { CodedError } from '../contract/coded-error.js';
+import type { ApprovalMode } from '../contract/route-modes.js';
 import type { McpServerSettings } from './config-schema.js';
 
 /**

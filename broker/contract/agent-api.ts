@@ -74,8 +74,6 @@ const hostPattern =
 const httpsUrl = /^https:\/\/[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]{1,5})?(?:[/?#][\x21-\x7e]*)?$/;
 /** RFC 9110 token: a header name. */
 const headerToken = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
-/** How long a credential request waits for a person by default (postern.yaml `agents.credential_request_ttl_s`). */
-export const credentialRequestTtlSecondsDefault = 15 * 60;
 
 /** request_credential's arguments (docs/agent.md): what the agent wants and for what; never a value. */
 export const credentialRequestInputSchema = z

@@ -5,6 +5,7 @@ import { anchorFailureCodes } from './anchor-failure-codes.js';
 import { OperatorAuth, OperatorSurface } from './operator-actor.js';
 import { Channel } from './outcome.js';
 import { ApprovalMode } from './route-modes.js';
+import { startBoundConfigSettings } from './config-constants.js';
 
 /** Durable event kinds in DESIGN.md §2 order, then observations. Meanings never change. */
 export const EventKind = {
@@ -146,18 +147,6 @@ export function isCredentialRequestEventKind(kind: EventKind): boolean {
 }
 
 /**
- * Settings read once at start (the vault's idle timer, the result purge, the UI's port): a configuration applied
- * live names the ones it changed, which keep their start values until the next start.
- */
-export const startBoundConfigSettings = [
-  'agents.credential_request_ttl_s',
-  'vault.auto_lock_minutes',
-  'results.retention_seconds',
-  'operator.port',
-] as const;
-export type StartBoundConfigSetting = (typeof startBoundConfigSettings)[number];
-
-/**
  * Who made a decision. `process` is an operator call with no person's proof, accepted only under
  * `operator.unattended_decisions` (its id: `<exe> pid <pid>` from the kernel). `surface` and `auth`
  * say where a decision came from and how that surface proved a person; absent on events recorded
@@ -187,13 +176,6 @@ export const codeSigningSchema = z.strictObject({
   team_id: z.string().regex(/^[A-Z0-9]{10}$/),
 });
 export type CodeSigning = z.infer<typeof codeSigningSchema>;
-/**
- * Every ALLOWLIST_* event has this one configuration subject, so the allowlist is one subject's events in append
- * order (read back at start with the journal's per-subject read). A fixed id, not a configuration digest's prefix.
- */
-export const allowlistSubjectId = 'cfg_a110e115700000a1';
-/** Every INTEGRITY_READOPTED event has this one configuration subject (a fixed id, like allowlistSubjectId). */
-export const integritySubjectId = 'cfg_a4c40000000000a4';
 export const actionIdSchema = z.string().regex(/^act_[0-9A-Za-z_-]{6,60}$/);
 const attempt = z.number().int().positive();
 /**

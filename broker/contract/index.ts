@@ -4,6 +4,7 @@ export * from './outcome.js';
 export * from './error-codes.js';
 export * from './coded-error.js';
 export * from './classification.js';
+export * from './config-constants.js';
 export * from './events.js';
 export * from './event-durability.js';
 export * from './action-record.js';

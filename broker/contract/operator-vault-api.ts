@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { startBoundConfigSettings } from './events.js';
+import {
+  configAcceptedByCharsMax,
+  configChangeValueCharsMax,
+  configInvalidMessageCharsMax,
+  startBoundConfigSettings,
+} from './config-constants.js';
 import { ApprovalMode, InjectionKind } from './route-modes.js';
 
 /**
@@ -170,12 +175,6 @@ export const configEditSchema = z.discriminatedUnion('op', [
 ]);
 export type ConfigEdit = z.infer<typeof configEditSchema>;
 
-/**
- * A field's value on the pending-change card is whole up to this: room for any SSH command rule, route rule or tool
- * rule whose text needs no JSON escapes. Past it the value ends in a marker that says it is cut and where the whole
- * is (broker/config/config-diff.ts), never in a bare "…".
- */
-export const configChangeValueCharsMax = 4096;
 /** Fields of one entry on the card: a list field is one field per element (256 command rules, tools) plus the rest. */
 export const configChangeFieldsMax = 1024;
 
@@ -194,11 +193,6 @@ export const configEntryChangeSchema = z.object({
   fields: z.array(configFieldChangeSchema).max(configChangeFieldsMax),
 });
 export type ConfigEntryChange = z.infer<typeof configEntryChangeSchema>;
-
-/** Who accepted a configuration, as the accepted copy records it (the sealing code cuts to this; a longer one is not ours). */
-export const configAcceptedByCharsMax = 300;
-/** Why the file as it is now does not load, on the card: a longer message (an agent's long unknown key) is cut to this. */
-export const configInvalidMessageCharsMax = 1000;
 
 /**
  * Whether the configuration in force can be trusted (docs/config.md): `first_use` until the first

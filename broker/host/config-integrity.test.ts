@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { agentRefusalSchema } from '../contract/index.js';
 import { systemClock, type OperatorActor } from '../ports/index.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault, type Vault } from '../vault/index.js';
@@ -201,6 +202,9 @@ describe('when the accepted copy itself is tampered with', () => {
       structured: { error: { code: 'CONFIG_UNTRUSTED', outcome: 'not_attempted' } },
     });
     expect(running.agentRefusal('ssh_exec')?.structured).toMatchObject({ error: { code: 'CONFIG_UNTRUSTED' } });
+    // Built without a parse in production (issue 18): the contract's schema is checked here.
+    const untrusted = running.agentRefusal('http_request')?.structured;
+    expect(agentRefusalSchema.parse(untrusted)).toEqual(untrusted);
     expect(running.agentRefusal('list_routes')).toBeUndefined();
     const vault = running.guardVault(vaults[0] as Vault);
     expect(vault.state()).toBe('locked');

@@ -2,18 +2,16 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import type { AgentRefusal, AgentToolName } from '../contract/agent-api.js';
+import { CodedError, isCodedError } from '../contract/coded-error.js';
 import {
-  actorLabel,
-  agentToolReplySchema,
-  CodedError,
   configAcceptedByCharsMax,
   configInvalidMessageCharsMax,
-  isCodedError,
-  type AgentToolName,
-  type ConfigPending,
-  type EventPayload,
   type StartBoundConfigSetting,
-} from '../contract/index.js';
+} from '../contract/config-constants.js';
+import type { EventPayload } from '../contract/events.js';
+import { actorLabel } from '../contract/operator-actor.js';
+import type { ConfigPending } from '../contract/operator-vault-api.js';
 import {
   configBytesMax,
   configFileName,
@@ -706,9 +704,9 @@ function problemOf(error: CodedError): { code: string; message: string; field: s
 function untrustedAnswer(field: string): ToolAnswer {
   const message =
     'the accepted configuration failed its integrity check; nothing is sent on any route until a person accepts a configuration';
-  const structured = agentToolReplySchema.parse({
+  const structured: AgentRefusal = {
     invocation_id: null,
     error: { code: 'CONFIG_UNTRUSTED', phase: 'validation', outcome: 'not_attempted', retry: 'never', message, field },
-  });
+  };
   return { isError: true, structured, text: `CONFIG_UNTRUSTED: ${message}` };
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { configSubjectId, type AnchorFailureCode } from '../contract/index.js';
+import { agentRefusalSchema, configSubjectId, type AnchorFailureCode } from '../contract/index.js';
 import { appendLeaf, emptyFrontier, encodeFrontier } from '../core/index.js';
 import { Journal, journalFileName } from '../journal/index.js';
 import type { OperatorActor } from '../ports/index.js';
@@ -232,6 +232,8 @@ describe('when the start finds the journal behind or beside its anchor', () => {
     const refused = run.anchor.agentRefusal('http_request');
     expect(refused).toMatchObject({ isError: true, structured: { error: { code: 'JOURNAL_QUARANTINED' } } });
     expect(refused?.structured).toMatchObject({ error: { outcome: 'not_attempted' } });
+    // Built without a parse in production (issue 18): the contract's schema is checked here.
+    expect(agentRefusalSchema.parse(refused?.structured)).toEqual(refused?.structured);
     for (const tool of ['ssh_exec', 'mcp_tool', 'request_credential'] as const)
       expect(run.anchor.agentRefusal(tool)).toBeDefined();
     // Reading what exists stays answered, so an agent can say why it cannot act.

@@ -4,14 +4,11 @@ import { mkdir, open, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import {
-  agentToolReplySchema,
-  CodedError,
-  integritySubjectId,
-  type AgentToolName,
-  type AnchorFailureCode,
-  type IntegrityAnchorReport,
-} from '../contract/index.js';
+import type { AgentRefusal, AgentToolName } from '../contract/agent-api.js';
+import type { AnchorFailureCode } from '../contract/anchor-failure-codes.js';
+import { CodedError } from '../contract/coded-error.js';
+import { integritySubjectId } from '../contract/config-constants.js';
+import type { IntegrityAnchorReport } from '../contract/operator-integrity-api.js';
 import type { RecoveredJournal } from '../core/index.js';
 import type { AnchorFacts, AnchorRecord, Journal, SignedHead } from '../journal/index.js';
 import type { Clock, OperatorActor, ToolAnswer } from '../ports/index.js';
@@ -590,9 +587,9 @@ export async function writeAnchorFile(file: string, text: string): Promise<void>
 function quarantinedAnswer(): ToolAnswer {
   const message =
     'the journal disagrees with its signed integrity anchor (rolled back, forged or missing history); nothing is sent until a person re-adopts it';
-  const structured = agentToolReplySchema.parse({
+  const structured: AgentRefusal = {
     invocation_id: null,
     error: { code: 'JOURNAL_QUARANTINED', phase: 'validation', outcome: 'not_attempted', retry: 'never', message },
-  });
+  };
   return { isError: true, structured, text: `JOURNAL_QUARANTINED: ${message}` };
 }

@@ -1,4 +1,4 @@
-import { startBoundConfigSettings, type StartBoundConfigSetting } from '../contract/index.js';
+import { startBoundConfigSettings, type StartBoundConfigSetting } from '../contract/config-constants.js';
 import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index.js';
 
 /**
