@@ -27,6 +27,14 @@ import {
   type OutcomeCountRow,
   type SessionCounted,
 } from '../core/index.js';
+import {
+  counterKeyColumns,
+  countEventsSql,
+  inFlightSql,
+  lastSeqSql,
+  readCountersSql,
+  readTreeSql,
+} from './snapshot-sql.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
 
 /**
@@ -128,17 +136,6 @@ export interface EventRow {
 type SubjectHeaderRow = Pick<EventRow, 'seq' | 'at_ms' | 'kind' | 'action_id' | 'session_id'>;
 
 /** The kinds that must carry a classification (contract kindsRequiringClassification), as an SQL list. */
-/**
- * An actions row dispatched whose outcome is not recorded yet: running (its outcome says unknown provisionally from
- * DISPATCH_STARTED on), or, with no broker running the journal, cut or crashed. SQL over the actions table's columns.
- */
-export const dispatchedUnrecordedSql = '(recorded = 0 AND dispatch_seq IS NOT NULL)';
-/**
- * An actions row in flight, the counters' in_flight (countedAction in broker/core/action-counters.ts, the same test in
- * TypeScript): open before dispatch (nothing classified it yet), or dispatched and not recorded. What recovery closes.
- * Migrations keep their own copies: this may change meaning, and a migration's step may not.
- */
-export const inFlightSql = `(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL))`;
 
 const classifiedKindsSql = [...kindsRequiringClassification].map((kind) => `'${kind}'`).join(', ');
 
@@ -243,10 +240,10 @@ export class JournalStore implements AuditStore {
   // eslint-disable-next-line max-lines-per-function -- a flat table of prepared statements, one per query
   constructor(private readonly db: Database) {
     this.sql = {
-      lastSeq: lazy(db, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`),
+      lastSeq: lazy(db, lastSeqSql),
       lastTicket: lazy(db, `SELECT value FROM meta WHERE key = 'last_ticket'`),
       setLastTicket: lazy(db, `UPDATE meta SET value = ? WHERE key = 'last_ticket'`),
-      countEvents: lazy(db, `SELECT count(*) AS n FROM events`),
+      countEvents: lazy(db, countEventsSql),
       ...counterStatements(db),
       insertEvent: lazy(
         db,
@@ -254,7 +251,7 @@ export class JournalStore implements AuditStore {
         INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash)
         VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @run, @nonce, @ciphertext, @leaf_hash)`,
       ),
-      readTree: lazy(db, `SELECT size, frontier FROM audit_tree WHERE id = 1`),
+      readTree: lazy(db, readTreeSql),
       writeTree: lazy(db, `UPDATE audit_tree SET size = ?, frontier = ? WHERE id = 1`),
       readKeys: lazy(
         db,
@@ -763,8 +760,6 @@ interface CountedRowColumns {
   updated_at_ms: number;
 }
 
-const counterKeyColumns = `nullif(phase, '') AS phase, nullif(outcome, '') AS outcome, nullif(code, '') AS code,
-  nullif(decision, '') AS decision, dispatched`;
 const minuteKeyValues = `@minute, coalesce(@phase, ''), @outcome, coalesce(@code, ''), coalesce(@decision, ''),
   @dispatched, @in_flight`;
 
@@ -774,10 +769,7 @@ const minuteKeyValues = `@minute, coalesce(@phase, ''), @outcome, coalesce(@code
  */
 function counterStatements(db: Database) {
   return {
-    readCounters: lazy<Statement<[], CounterRow>>(
-      db,
-      `SELECT ${counterKeyColumns}, in_flight, n FROM action_counters WHERE n <> 0`,
-    ),
+    readCounters: lazy<Statement<[], CounterRow>>(db, readCountersSql),
     readMinutes: lazy<Statement<[], MinuteRow>>(
       db,
       `

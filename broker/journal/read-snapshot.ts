@@ -3,9 +3,18 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../ports/open-database.js';
 import { journalFileName } from './journal-file-name.js';
-import type { OutcomeCountRow, RestingActionCounts } from '../core/index.js';
-import { dispatchedUnrecordedSql, inFlightSql, JournalStore, type ActionCounts } from './journal-store.js';
+import { restingActionCountsOf, type CounterRow, type RestingActionCounts } from '../core/action-counters.js';
+import type { OutcomeCountRow } from '../core/metrics.js';
+import type { ActionCounts } from './journal-store.js';
 import { schemaVersion } from './schema-version.js';
+import {
+  countEventsSql,
+  dispatchedUnrecordedSql,
+  inFlightSql,
+  lastSeqSql,
+  readCountersSql,
+  readTreeSql,
+} from './snapshot-sql.js';
 import { migration004AuditLog } from './migrations/004-audit-log.js';
 import { migration011StatusCounters } from './migrations/011-status-counters.js';
 
@@ -51,18 +60,21 @@ export function readJournalSnapshot(dataDir: string): JournalSnapshot {
         actions: noActions,
       };
     }
-    const store = new JournalStore(db);
     // The audit tree's size moves in the transaction that appends its events (the broker refuses to open a
     // journal where they differ), and reading it is O(1); the counters likewise. A journal no broker has
-    // migrated yet is scanned once.
-    const events = version >= migration004AuditLog.version ? store.readTree()?.size : undefined;
+    // migrated yet is scanned once. The journal store's own reads (snapshot-sql.ts), without the store, which
+    // would load the contract's schemas and the fold.
+    const events =
+      version >= migration004AuditLog.version ? db.prepare<[], { size: number }>(readTreeSql).get()?.size : undefined;
     return {
       exists: true,
-      events: events ?? store.countEvents(),
-      last_seq: store.lastSeq(),
+      events: events ?? db.prepare<[], { n: number }>(countEventsSql).get()?.n ?? 0,
+      last_seq: db.prepare<[], { seq: number }>(lastSeqSql).get()?.seq ?? 0,
       schema_version: version,
       actions:
-        version >= migration011StatusCounters.version ? store.restingActionCounts() : scanRestingActionCounts(db),
+        version >= migration011StatusCounters.version
+          ? restingActionCountsOf(db.prepare<[], CounterRow>(readCountersSql).all())
+          : scanRestingActionCounts(db),
     };
   } finally {
     db.close();

@@ -1,14 +1,7 @@
 import { hash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
-import {
-  appendLeaf,
-  auditHeaderText,
-  emptyFrontier,
-  encodeFrontier,
-  encodeLeaf,
-  leafHash,
-  type MerkleFrontier,
-} from '../../core/index.js';
+import { auditHeaderText, encodeLeaf } from '../../core/audit-record.js';
+import { appendLeaf, emptyFrontier, encodeFrontier, leafHash, type MerkleFrontier } from '../../core/merkle-tree.js';
 import type { Migration } from '../migration.js';
 
 /**
