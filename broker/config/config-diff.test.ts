@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { configFieldChangeSchema } from '../contract/index.js';
-import { changeValueCharsMax, diffConfigs, sshCommandStarNotes } from './config-diff.js';
+import { changeValueCharsMax, compareFieldNames, diffConfigs, sshCommandStarNotes } from './config-diff.js';
 import { emptyConfig, parseConfig } from './load-config.js';
 
 const route = (extra: string[] = [], baseUrl = 'https://api.example.com/v1'): string[] => [
@@ -156,5 +157,42 @@ describe('an SSH command rule with a * on the card', () => {
     const removed = diffConfigs(after, before).ssh_hosts[0]?.fields ?? [];
     expect(removed.find((f) => f.field === 'commands[2]')).toMatchObject({ after: null });
     expect(removed.find((f) => f.field === 'commands[2]')?.note).toBeUndefined();
+  });
+});
+
+describe("compareFieldNames: the order of a card's fields, without ICU", () => {
+  it('orders an index by its value: rules[2] before rules[10], a name before its elements', () => {
+    const names = ['rules[10]', 'rules[2]', 'headers.b', 'rules', 'headers.A', 'rules[1]', 'headers.a'];
+    expect([...names].sort(compareFieldNames)).toEqual([
+      'headers.a',
+      'headers.A',
+      'headers.b',
+      'rules',
+      'rules[1]',
+      'rules[2]',
+      'rules[10]',
+    ]);
+  });
+
+  it("orders field names as localeCompare('en', numeric) did: letters, indices and keys", () => {
+    // Few words and small indices, so two names often share a base and differ only in case, index or key.
+    const word = fc.constantFrom('rules', 'Rules', 'headers', 'tools', 'a', 'A', 'ab', 'aB');
+    const name = fc
+      .tuple(
+        word,
+        fc.option(
+          fc.oneof(
+            fc.nat(30).map((n) => `[${n}]`),
+            word.map((w) => `.${w}`),
+          ),
+        ),
+      )
+      .map(([base, part]) => `${base}${part ?? ''}`);
+    fc.assert(
+      fc.property(name, name, (x, y) => {
+        expect(Math.sign(compareFieldNames(x, y))).toBe(Math.sign(x.localeCompare(y, 'en', { numeric: true })));
+        expect(Math.sign(compareFieldNames(y, x))).toBe(-Math.sign(compareFieldNames(x, y)) || 0);
+      }),
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { configChangeValueCharsMax } from '../contract/index.js';
+import { configChangeValueCharsMax } from '../contract/config-constants.js';
 import { operatorSchema } from './config-schema.js';
 import type { PosternConfig } from './load-config.js';
 
@@ -140,7 +140,7 @@ function diffFields(
   note?: (field: string, value: unknown) => string | undefined,
 ): FieldChange[] {
   const keys = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])].filter((k) => k !== 'name');
-  keys.sort((x, y) => rank(x) - rank(y) || x.localeCompare(y, 'en', { numeric: true }));
+  keys.sort((x, y) => rank(x) - rank(y) || compareFieldNames(x, y));
   const out: FieldChange[] = [];
   for (const field of keys) {
     const a = text(before?.[field]);
@@ -151,6 +151,28 @@ function diffFields(
     out.push({ field, before: cut(a), after: cut(b), ...(said === undefined ? {} : { note: said }) });
   }
   return out;
+}
+
+/**
+ * Field names in reading order, as localeCompare('en', numeric) put them: a run of digits by its value (`rules[2]`
+ * before `rules[10]`), other text by letter regardless of case; only names equal so differ by case, lower case first.
+ * Not localeCompare itself: its first call loads ICU's collation, ~7 ms of the card's cold start with no broker running
+ * (issue 18), for names that are ASCII.
+ */
+export function compareFieldNames(x: string, y: string): number {
+  const xs = x.match(/\d+|\D+/g) ?? [];
+  const ys = y.match(/\d+|\D+/g) ?? [];
+  for (let i = 0; i < Math.min(xs.length, ys.length); i++) {
+    const a = xs[i] as string;
+    const b = ys[i] as string;
+    const order = /^\d/.test(a) && /^\d/.test(b) ? Number(a) - Number(b) : byCodeUnit(a.toLowerCase(), b.toLowerCase());
+    if (order !== 0) return order;
+  }
+  return xs.length - ys.length || byCodeUnit(y, x);
+}
+
+function byCodeUnit(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function rank(field: string): number {

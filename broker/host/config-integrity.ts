@@ -475,15 +475,26 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
 
 /**
  * The data directory's history as the files show it with no broker running (`postern config pending|accept`): the
- * journal's events (read-only, no recovery) and the integrity anchor's file. The broker reads the same facts from the
- * journal it opened and the anchor's verdict (broker-runtime.ts).
+ * journal's events (read-only, no recovery) and the integrity anchor's file, read when first asked (only a
+ * configuration still on first use asks: a card over an accepted copy opens no journal). The broker reads the same
+ * facts from the journal it opened and the anchor's verdict (broker-runtime.ts).
  */
 export function dataDirHistoryFromFiles(dataDir: string, env: NodeJS.ProcessEnv = process.env): DataDirHistory {
+  let earlierRun: string | null | undefined;
+  return {
+    get earlierRun() {
+      if (earlierRun === undefined) earlierRun = earlierRunFromFiles(dataDir, env);
+      return earlierRun;
+    },
+  };
+}
+
+function earlierRunFromFiles(dataDir: string, env: NodeJS.ProcessEnv): string | null {
   const events = readJournalSnapshot(dataDir).events;
-  if (events > 0) return { earlierRun: `its journal holds ${events} events` };
+  if (events > 0) return `its journal holds ${events} events`;
   if (readAnchorFile(anchorFileOf(dataDir, env)).kind !== 'absent')
-    return { earlierRun: 'an integrity anchor was written for its journal' };
-  return { earlierRun: null };
+    return 'an integrity anchor was written for its journal';
+  return null;
 }
 
 /** What `postern vault init` did with the configuration present when it created the vault. */
