@@ -3,12 +3,14 @@
 // start). It runs dist/cli/main.mjs, the esbuild bundle of broker/cli/main.ts that `npm run build`,
 // `npm start` and `npm test` write (scripts/build-cli.mjs), when that bundle is fresh: its stamp
 // lists every source file it was built from, and none may be missing, changed in size, or modified
-// since the build started with other content than the build read. Otherwise (no build yet, or a
-// developer edited a .ts file) it runs the TypeScript sources through tsx as before, so a checkout
-// needs no build step and never runs a stale bundle. The check is one small JSON read and one stat per source file (~300): a
-// few ms; in an installed package, whose files npm dated at the install, a digest of each (~10 ms).
+// since the build started with other content than the build read, and no npm package built into it
+// (zod, yaml, commander, the MCP SDK and what they import) may have another version installed where
+// the build read it. Otherwise (no build yet, a developer edited a .ts file or upgraded a package)
+// it runs the TypeScript sources through tsx as before, so a checkout needs no build step and never
+// runs a stale bundle. The check is one small JSON read, one stat per source file (~340) and one
+// package.json per built-in package (~13): a few ms; in an installed package, whose files npm dated
+// at the install, a digest of each source (~10 ms).
 // POSTERN_LAUNCH_TRACE=1 says on stderr which one ran and why.
-import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -23,18 +25,21 @@ process.on('SIGUSR1', earlyRefusals.listener);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bundleDir = path.join(root, 'dist', 'cli');
 
-/** @returns {{ bundle: string } | { stale: string }} */
-function freshBundle() {
+/** @returns {Promise<{ bundle: string } | { stale: string }>} */
+async function freshBundle() {
+  // node:crypto loads only for a source whose time is later than the build (~5 ms of every start otherwise).
+  /** @type {((data: Buffer) => string) | undefined} */
+  let sha256;
   let stamp;
   try {
     stamp = JSON.parse(readFileSync(path.join(bundleDir, 'stamp.json'), 'utf8'));
   } catch {
     return { stale: 'no build (dist/cli/stamp.json)' };
   }
-  const { builtAtMs, entry, inputs, digests } = stamp ?? {};
+  const { builtAtMs, entry, inputs, digests, packages } = stamp ?? {};
   const wellFormed = typeof builtAtMs === 'number' && typeof entry === 'string' && path.basename(entry) === entry;
   const isMap = (/** @type {unknown} */ value) => typeof value === 'object' && value !== null;
-  if (!wellFormed || !isMap(inputs) || !isMap(digests)) {
+  if (!wellFormed || !isMap(inputs) || !isMap(digests) || !isMap(packages)) {
     return { stale: 'dist/cli/stamp.json is not a stamp of scripts/build-cli.mjs' };
   }
   for (const [file, bytes] of Object.entries(inputs)) {
@@ -49,14 +54,30 @@ function freshBundle() {
     if (stat.size !== bytes) return { stale: `${file} changed since the build` };
     // Saved since the build started: unchanged only if its content is what the build read. npm gives every file of a
     // package it installs the time of the install, so an installed copy takes this path for every file (~10 ms).
-    if (stat.mtimeMs >= builtAtMs && digests[file] !== createHash('sha256').update(readFileSync(at)).digest('hex')) {
-      return { stale: `${file} changed since the build` };
+    if (stat.mtimeMs >= builtAtMs) {
+      if (sha256 === undefined) {
+        const { createHash } = await import('node:crypto');
+        sha256 = (data) => createHash('sha256').update(data).digest('hex');
+      }
+      if (digests[file] !== sha256(readFileSync(at))) return { stale: `${file} changed since the build` };
     }
+  }
+  // The npm packages built into the bundle: another version installed where the build read them is an upgrade the
+  // bundle does not have yet. None there (an installed copy, whose dependencies npm may have put elsewhere): the bundle
+  // carries its own.
+  for (const [dir, version] of Object.entries(packages)) {
+    let installed;
+    try {
+      installed = JSON.parse(readFileSync(path.resolve(root, dir, 'package.json'), 'utf8')).version;
+    } catch {
+      continue;
+    }
+    if (installed !== version) return { stale: `${dir} is ${installed}, the bundle has ${version}` };
   }
   return { bundle: path.join(bundleDir, entry) };
 }
 
-const choice = freshBundle();
+const choice = await freshBundle();
 const trace = process.env['POSTERN_LAUNCH_TRACE'] === '1';
 if ('bundle' in choice) {
   if (trace) process.stderr.write(`postern: running the bundle ${choice.bundle}\n`);

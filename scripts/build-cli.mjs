@@ -2,13 +2,16 @@
 // @ts-check
 // Bundles the `postern` CLI (broker/cli/main.ts, which is also the MCP shim) into dist/cli/main.mjs, so
 // `postern …` starts without transpiling TypeScript through tsx (issue 16: MCP clients time out on a
-// slow `postern mcp`). ESM for node20; every npm package stays external: native addons
-// (better-sqlite3, postern-peercred, ssh2's cpu-features) and libsodium's wasm load from node_modules.
+// slow `postern mcp`). ESM for node20. A few pure-JavaScript packages are built in (zod, yaml, commander, the MCP SDK,
+// and what they import: scripts/inline-packages-plugin.mjs says which and why); every other npm package stays
+// external: native addons (better-sqlite3, postern-peercred, ssh2's cpu-features), libsodium's wasm, pino, undici.
 //
-// Beside the bundle, stamp.json lists every source file esbuild read (paths relative to the package
-// root, with their sizes and content digests) and the time the build started. bin/postern.mjs runs
-// the bundle only while no listed file is missing, changed in size, or modified since then with other
-// content; otherwise it falls back to tsx, so an edited .ts file is never run from a stale bundle.
+// Beside the bundle, stamp.json lists every source file of Postern's esbuild read (paths relative to the package
+// root, with their sizes and content digests), the version of each npm package built in, and the time the build
+// started. bin/postern.mjs runs the bundle only while no listed file is missing, changed in size, or modified since
+// then with other content, and no built-in package has another version installed where the build found it;
+// otherwise it falls back to tsx, so an edited .ts file (or an upgraded package) is never run from a stale bundle.
+// packages.json says which npm packages each output file holds (for tests/cli-bundle.test.ts: what a command loads).
 // The stamp is written last and removed first, and each file is replaced by a rename, so a `postern`
 // started during a rebuild sees either the complete old bundle, the complete new one, or no stamp (tsx).
 //
@@ -19,12 +22,19 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, wri
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
+import {
+  inlinedPackages,
+  inlinePackagesPlugin,
+  installedPackageDir,
+  requireBanner,
+} from './inline-packages-plugin.mjs';
 import { writerWorkerPlugin } from './writer-worker-plugin.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 export const defaultOutdir = path.join(root, 'dist', 'cli');
 export const bundleName = 'main.mjs';
 export const stampName = 'stamp.json';
+export const packagesMapName = 'packages.json';
 export const chunkDirName = 'chunks';
 
 /**
@@ -33,18 +43,22 @@ export const chunkDirName = 'chunks';
  *   entry: string;
  *   inputs: Record<string, number>;
  *   digests: Record<string, string>;
+ *   packages: Record<string, string>;
  * }} CliStamp
  *   inputs: source path relative to the package root → its size in bytes when it was bundled
  *   digests: source path → sha256 (hex) of its content, for each source not modified since the build started (so the
  *     content esbuild read): a source whose time is later but whose content is this is unchanged (npm sets every file's
  *     time to the moment it extracts the package)
+ *   packages: each npm package built in, as the directory it was read from (`node_modules/zod`, from the first
+ *     node_modules) → the version its package.json stated
  */
 
 /**
  * How a Node-side entry of Postern is compiled into what ships: one ESM bundle for node20, compiled with Postern's
- * own tsconfig, every npm package external. No keepNames (tsx's default, which wraps each closure created at run
- * time in a defineProperty call) and no source maps at run time (bin/postern.mjs does not switch them on). The
- * durable bench (bench/durable.ts) bundles its executor with the same options, so it measures this code, not tsx's.
+ * own tsconfig, the packages of inline-packages-plugin.mjs built in and every other npm package external. No
+ * keepNames (tsx's default, which wraps each closure created at run time in a defineProperty call) and no source maps
+ * at run time (bin/postern.mjs does not switch them on). The durable bench (bench/durable.ts) bundles its executor
+ * with the same options, so it measures this code, not tsx's.
  * @type {import('esbuild').BuildOptions}
  */
 export const nodeBundleOptions = {
@@ -53,11 +67,11 @@ export const nodeBundleOptions = {
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  packages: 'external',
   // tsx compiles with Postern's own tsconfig; the bundle must be compiled the same way.
   tsconfig: path.join(root, 'tsconfig.base.json'),
   // The journal's writer thread runs a script built from the sources: in a bundle, built at bundle time.
-  plugins: [writerWorkerPlugin()],
+  plugins: [writerWorkerPlugin(), inlinePackagesPlugin(inlinedPackages)],
+  banner: { js: requireBanner },
 };
 
 /**
@@ -73,7 +87,7 @@ export async function buildCli(options = {}) {
   let writerInputs = {};
   const result = await build({
     ...nodeBundleOptions,
-    plugins: [writerWorkerPlugin((inputs) => (writerInputs = inputs))],
+    plugins: [writerWorkerPlugin((inputs) => (writerInputs = inputs)), inlinePackagesPlugin(inlinedPackages)],
     entryPoints: { main: path.join(root, 'broker', 'cli', 'main.ts') },
     outdir,
     // Code behind a dynamic import() goes into its own chunk with its own imports, so `postern mcp` or
@@ -91,10 +105,20 @@ export async function buildCli(options = {}) {
   const inputs = {};
   /** @type {Record<string, string>} */
   const digests = {};
+  /** @type {Record<string, string>} */
+  const packages = {};
   // The writer thread's script is bundled inside the bundle (writer-worker-plugin.mjs): its sources count too. Sizes
   // are the files' on disk, which bin/postern.mjs compares: a module a plugin replaced (writer-worker-source.ts) is
-  // recorded by esbuild with the size of what replaced it.
+  // recorded by esbuild with the size of what replaced it. An npm package built in counts by its version, not file by
+  // file (where npm puts it at an install is npm's choice).
   for (const file of Object.keys({ ...writerInputs, ...result.metafile.inputs })) {
+    const packageDir = installedPackageDir(file);
+    if (packageDir !== undefined) {
+      // A package built in: its version, read from where esbuild found it (a linked node_modules included).
+      const manifest = path.join(root, file.slice(0, file.lastIndexOf(packageDir) + packageDir.length), 'package.json');
+      packages[packageDir] ??= String(JSON.parse(readFileSync(manifest, 'utf8')).version);
+      continue;
+    }
     const at = path.join(root, file);
     const { size, mtimeMs } = statSync(at);
     inputs[file] = size;
@@ -105,7 +129,14 @@ export async function buildCli(options = {}) {
     if (statSync(at).mtimeMs === mtimeMs) digests[file] = digest;
   }
   /** @type {CliStamp} */
-  const stamp = { builtAtMs, entry: bundleName, inputs, digests };
+  const stamp = { builtAtMs, entry: bundleName, inputs, digests, packages };
+  /** @type {Record<string, string[]>} output file (relative to outdir) → the packages built into it */
+  const packagesByOutput = {};
+  for (const [output, { inputs: outputInputs }] of Object.entries(result.metafile.outputs)) {
+    if (output.endsWith('.map')) continue;
+    const held = new Set(Object.keys(outputInputs).flatMap((file) => installedPackageDir(file) ?? []));
+    packagesByOutput[path.relative(outdir, path.resolve(root, output)).split(path.sep).join('/')] = [...held].sort();
+  }
 
   const stampPath = path.join(outdir, stampName);
   mkdirSync(outdir, { recursive: true });
@@ -116,6 +147,7 @@ export async function buildCli(options = {}) {
     (a, b) => Number(path.basename(a.path).startsWith('main.')) - Number(path.basename(b.path).startsWith('main.')),
   );
   for (const output of outputs) replaceFile(output.path, output.contents);
+  replaceFile(path.join(outdir, packagesMapName), `${JSON.stringify(packagesByOutput, null, 1)}\n`);
   replaceFile(stampPath, `${JSON.stringify(stamp, null, 1)}\n`);
   // Chunks no current output names are an earlier build's: gone once the new stamp stands.
   const current = new Set(outputs.map((output) => path.basename(output.path)));

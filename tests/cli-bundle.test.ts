@@ -31,6 +31,7 @@ interface CliStamp {
   entry: string;
   inputs: Record<string, number>;
   digests: Record<string, string>;
+  packages: Record<string, string>;
 }
 
 let pkg: CliPackageRoot;
@@ -40,6 +41,19 @@ beforeAll(async () => {
   originalStamp = readFileSync(pkg.stamp, 'utf8');
 }, commandMs);
 afterAll(() => pkg.remove());
+
+/** The package a specifier names: `zod/v4` → `zod`, `@scope/name/sub` → `@scope/name`. */
+function packageName(specifier: string): string {
+  return specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+}
+
+/** A built-in package's name from the directory the stamp names: `node_modules/a/node_modules/@s/b` → `@s/b`. */
+function installedName(dir: string): string {
+  return dir.slice(dir.lastIndexOf('node_modules/') + 'node_modules/'.length);
+}
 
 function readStamp(): CliStamp {
   return JSON.parse(readFileSync(pkg.stamp, 'utf8')) as CliStamp;
@@ -69,9 +83,22 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     expect(inputs).toContain('broker/journal/writer-worker.ts');
     for (const file of ['broker/journal/writer-worker.ts', 'broker/journal/writer-worker-source.ts'])
       expect(stamp.inputs[file]).toBe(statSync(path.join(pkg.root, file)).size);
+    // The npm packages built in, each with the version installed where the build read it: Postern's choices and
+    // what they import (scripts/inline-packages-plugin.mjs), none of the external ones.
+    const built = Object.keys(stamp.packages);
+    for (const name of ['zod', 'yaml', 'commander', '@modelcontextprotocol/sdk', 'ajv'])
+      expect(built, name).toContain(`node_modules/${name}`);
+    for (const name of ['better-sqlite3', 'undici', 'ssh2', 'pino', 'libsodium-wrappers-sumo'])
+      expect(built, name).not.toContain(`node_modules/${name}`);
+    for (const [dir, version] of Object.entries(stamp.packages)) {
+      const installed = JSON.parse(readFileSync(path.join(pkg.root, dir, 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      expect(version, dir).toBe(installed.version);
+    }
   });
 
-  it('imports only node builtins and declared dependencies: npm packages load from node_modules', () => {
+  it('imports only node builtins and declared dependencies: the packages not built in load from node_modules', () => {
     const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
     const files = [
       pkg.bundle,
@@ -83,24 +110,32 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       new Set([...readFileSync(file, 'utf8').matchAll(/^import .*?from ?"([^"]+)";$/gm)].map((m) => m[1] as string));
     const imported = new Set(files.flatMap((file) => [...importsOf(file)]));
     expect(imported).toContain('better-sqlite3');
+    // A package built in is never also loaded from node_modules: one zod in the process, the SDK's included.
+    for (const name of Object.keys(readStamp().packages).map(installedName))
+      expect([...imported].filter((specifier) => packageName(specifier) === name)).toEqual([]);
     for (const specifier of imported) {
       if (specifier.startsWith('./')) continue;
-      const name = specifier
-        .split('/')
-        .slice(0, specifier.startsWith('@') ? 2 : 1)
-        .join('/');
-      expect(specifier.startsWith('node:') || Object.hasOwn(manifest.dependencies, name), specifier).toBe(true);
+      expect(
+        specifier.startsWith('node:') || Object.hasOwn(manifest.dependencies, packageName(specifier)),
+        specifier,
+      ).toBe(true);
     }
   });
 
   it('starts light: the entry loads nothing from node_modules; `mcp` (the shim) neither a broker package nor the schemas; `status`, every other command and the operator client neither SQLite nor the schemas', () => {
-    // The npm packages a chunk imports statically, transitively: what loads before the code after its first await runs.
+    // The npm packages a chunk imports statically, transitively, or holds built in (packages.json, by the build): what
+    // loads before the code after its first await runs.
+    const outdir = path.dirname(pkg.bundle);
+    const builtIn = JSON.parse(readFileSync(path.join(outdir, 'packages.json'), 'utf8')) as Record<string, string[]>;
     const closure = (file: string): Set<string> => {
       const seen = new Set<string>();
       const external = new Set<string>();
       const visit = (at: string): void => {
         if (seen.has(at)) return;
         seen.add(at);
+        const held = builtIn[path.relative(outdir, at).split(path.sep).join('/')];
+        if (held === undefined) throw new Error(`packages.json names no ${at}`);
+        for (const dir of held) external.add(installedName(dir));
         // `import {…} from "x";` (over several lines when it names many bindings) and `import "x";`.
         for (const m of readFileSync(at, 'utf8').matchAll(/^import (?:[^";]*?from ?)?"([^"]+)";$/gm)) {
           const specifier = m[1] as string;
@@ -136,7 +171,7 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       'libsodium-wrappers-sumo',
       'undici',
       'ssh2',
-      '@modelcontextprotocol/sdk/server/index.js',
+      '@modelcontextprotocol/sdk',
       'pino',
       'yaml',
       // The contract's schemas: zod's ~100 modules cost a cold start ~100 ms on a 2-vCPU VM.
@@ -259,13 +294,33 @@ describe('bin/postern.mjs', () => {
   );
 
   it(
-    'runs the sources when a listed file changed size or is gone, or the stamp is wrong or missing',
+    'runs the sources when a listed file changed size or is gone, a built-in package was upgraded, or the stamp is wrong or missing',
     async () => {
       const stamp = readStamp();
       writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, inputs: { ...stamp.inputs, 'broker/cli/main.ts': 1 } }));
       expect((await postern(['--version'])).stderr).toContain('tsx: broker/cli/main.ts changed since the build');
       writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, inputs: { ...stamp.inputs, 'broker/cli/removed.ts': 10 } }));
       expect((await postern(['--version'])).stderr).toContain('tsx: broker/cli/removed.ts is gone');
+      // A package built in whose installed version moved (an upgrade the bundle does not have): the sources. One not
+      // installed where the build read it (an installed copy, hoisted elsewhere by npm): the bundle has its own.
+      const zod = JSON.parse(readFileSync(path.join(pkg.root, 'node_modules', 'zod', 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      writeFileSync(
+        pkg.stamp,
+        JSON.stringify({ ...stamp, packages: { ...stamp.packages, 'node_modules/zod': '0.0.1' } }),
+      );
+      expect((await postern(['--version'])).stderr).toContain(
+        `tsx: node_modules/zod is ${zod.version}, the bundle has 0.0.1`,
+      );
+      writeFileSync(
+        pkg.stamp,
+        JSON.stringify({ ...stamp, packages: { ...stamp.packages, 'node_modules/not-installed-here': '1.0.0' } }),
+      );
+      expect((await postern(['--version'])).stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+      const { packages: _dropped, ...withoutPackages } = stamp;
+      writeFileSync(pkg.stamp, JSON.stringify(withoutPackages));
+      expect((await postern(['--version'])).stderr).toContain('tsx: dist/cli/stamp.json is not a stamp');
       writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, entry: '../../elsewhere.mjs' }));
       expect((await postern(['--version'])).stderr).toContain('tsx: dist/cli/stamp.json is not a stamp');
       writeFileSync(pkg.stamp, '');

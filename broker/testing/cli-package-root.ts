@@ -40,7 +40,12 @@ export async function makeCliPackageRoot(options: { bundle: boolean }): Promise<
 
 async function copyPackage(dir: TempDir, options: { bundle: boolean }): Promise<CliPackageRoot> {
   const root = dir.path;
-  for (const file of ['bin/postern.mjs', 'scripts/build-cli.mjs', 'scripts/writer-worker-plugin.mjs']) {
+  for (const file of [
+    'bin/postern.mjs',
+    'scripts/build-cli.mjs',
+    'scripts/writer-worker-plugin.mjs',
+    'scripts/inline-packages-plugin.mjs',
+  ]) {
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
     copyFileSync(path.join(repoRoot, file), path.join(root, file));
   }
