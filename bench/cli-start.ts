@@ -3,9 +3,10 @@
  * the time from spawning `node bin/postern.mjs …` to its first byte on stdout, for `--version`, `--help`,
  * `status --json` on an empty data directory, `mcp` answering an MCP initialize, operator commands
  * answered by a running daemon (`approvals list`, `metrics --json`, `vault list`), `audit verify` of that daemon's
- * journal, and with no broker `config pending` (a data directory holding a postern.yaml of one route) and `config
- * accept`'s passphrase prompt on a pseudo-terminal, once through the esbuild bundle (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a fresh bundle). Median,
- * min and max of `runs` runs after one unreported warm-up run each.
+ * journal, and with no broker `config pending` (a data directory holding a postern.yaml of one route; and one a broker
+ * ran in, whose postern.yaml changed since) and `config accept`'s passphrase prompt on a pseudo-terminal, once through
+ * the esbuild bundle (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a fresh bundle).
+ * Median, min and max of `runs` runs after one unreported warm-up run each.
  *
  *   node --import tsx bench/cli-start.ts [runs]
  *
@@ -13,11 +14,12 @@
  * the checkout's dist/ and sources (which people edit, making its bundle stale) are not involved.
  * Not part of the test run; about 1 minute on a 2-core machine.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { startAgentSocket } from '../broker/agent/index.js';
@@ -85,6 +87,8 @@ interface Case {
   daemon?: true;
   /** A data directory with a vault and no broker (its path is passed), the command run on a pseudo-terminal. */
   vaultNoBroker?: true;
+  /** A data directory a broker ran in (vault, journal, accepted copy), none running now, postern.yaml changed since. */
+  changedNoBroker?: true;
   /** Files written into the empty data directory before each run. */
   files?: Readonly<Record<string, string>>;
 }
@@ -124,6 +128,12 @@ const cases: Case[] = [
     args: (dataDir) => ['config', 'pending', '--data-dir', dataDir],
     files: { 'postern.yaml': benchConfig },
   },
+  // What a person runs after editing postern.yaml: the accepted copy and the file both parsed, the difference shown.
+  {
+    name: 'config pending (changed)',
+    args: (dataDir) => ['config', 'pending', '--data-dir', dataDir],
+    changedNoBroker: true,
+  },
   {
     name: 'config accept: prompt',
     args: (dataDir) => ['config', 'accept', `sha256:${'0'.repeat(64)}`, '--data-dir', dataDir],
@@ -135,8 +145,8 @@ const cases: Case[] = [
 const daemonReadyMs = 30_000;
 
 /** A headless daemon on its own data directory (run from the bundle), answering the operator commands' cases. */
-async function startDaemon(pkg: CliPackageRoot, dataDir: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [pkg.bin, 'daemon', '--data-dir', dataDir, '--port', '0'], {
+async function startDaemon(pkg: CliPackageRoot, dataDir: string, extraArgs: string[] = []): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [pkg.bin, 'daemon', '--data-dir', dataDir, '--port', '0', ...extraArgs], {
     env: { ...process.env, POSTERN_TEST_EVENTS: '1' },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
@@ -181,9 +191,53 @@ async function vaultDirWithoutBroker(): Promise<TempDir> {
   return dir;
 }
 
-async function measure(pkg: CliPackageRoot, c: Case, dirs: { daemon: TempDir; vault: TempDir }): Promise<number[]> {
+/**
+ * A data directory as a person has it after editing postern.yaml: `vault init` (which trusts the file present on first
+ * use), a broker run that unlocked the vault (so the journal holds events and the accepted copy is sealed), then a
+ * route added to the file. No broker runs in it afterwards.
+ */
+async function changedDirWithoutBroker(pkg: CliPackageRoot): Promise<TempDir> {
+  const dir = createTempDir('postern-bench-cli-changed-');
+  const passphraseFile = path.join(dir.path, '..', `${path.basename(dir.path)}.passphrase`);
+  writeFileSync(passphraseFile, 'bench passphrase\n', { mode: 0o600 });
+  try {
+    writeFileSync(path.join(dir.path, 'postern.yaml'), benchConfig);
+    await promisify(execFile)(process.execPath, [
+      pkg.bin,
+      'vault',
+      'init',
+      '--data-dir',
+      dir.path,
+      '--passphrase-file',
+      passphraseFile,
+    ]);
+    await stopDaemon(await startDaemon(pkg, dir.path, ['--passphrase-file', passphraseFile]));
+  } finally {
+    rmSync(passphraseFile, { force: true });
+  }
+  const added = [
+    '  - name: billing',
+    '    base_url: https://billing.example.com',
+    '    credential: billing-token',
+    '    injection: bearer',
+    '',
+  ];
+  writeFileSync(path.join(dir.path, 'postern.yaml'), `${benchConfig}${added.join('\n')}`);
+  return dir;
+}
+
+async function measure(
+  pkg: CliPackageRoot,
+  c: Case,
+  dirs: { daemon: TempDir; vault: TempDir; changed: TempDir },
+): Promise<number[]> {
   const samples: number[] = [];
   for (let run = 0; run <= runs; run++) {
+    if (c.changedNoBroker === true) {
+      const ms = await timeToFirstOutput(pkg.bin, c.args(dirs.changed.path));
+      if (run > 0) samples.push(ms);
+      continue;
+    }
     if (c.daemon === true || c.vaultNoBroker === true) {
       const dir = c.daemon === true ? dirs.daemon : dirs.vault;
       const ms = await timeToFirstOutput(pkg.bin, c.args(dir.path), c.stdin, c.vaultNoBroker === true);
@@ -217,7 +271,9 @@ const vaultDir = await vaultDirWithoutBroker();
 const withBundle = await makeCliPackageRoot({ bundle: true });
 const withoutBundle = await makeCliPackageRoot({ bundle: false });
 let daemon: ChildProcess | undefined;
+let changedDir: TempDir | undefined;
 try {
+  changedDir = await changedDirWithoutBroker(withBundle);
   daemon = await startDaemon(withBundle, daemonDir.path);
   const cpu = cpus();
   process.stdout.write(`CLI start: ${runs} runs each, time to first stdout byte (ms)\n`);
@@ -235,7 +291,7 @@ try {
       ['bundle', withBundle],
       ['tsx', withoutBundle],
     ] as const) {
-      const samples = await measure(pkg, c, { daemon: daemonDir, vault: vaultDir });
+      const samples = await measure(pkg, c, { daemon: daemonDir, vault: vaultDir, changed: changedDir });
       const median = samples[Math.floor(samples.length / 2)] ?? Number.NaN;
       const [min, max] = [samples[0] ?? Number.NaN, samples.at(-1) ?? Number.NaN];
       // The goal is for what an installed `postern` runs (the bundle); tsx is shown for comparison only.
@@ -249,5 +305,6 @@ try {
   withoutBundle.remove();
   daemonDir.remove();
   vaultDir.remove();
+  changedDir?.remove();
   scratch.remove();
 }
