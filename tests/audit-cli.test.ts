@@ -15,7 +15,9 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Journal } from '../broker/journal/index.js';
+import { verifyStartLineRowsMin } from '../broker/cli/audit-commands.js';
 import { actionPaths } from '../broker/testing/action-paths.js';
+import { writeBulkAuditJournal } from '../broker/testing/bulk-audit-journal.js';
 import { FakeClock } from '../broker/testing/fake-clock.js';
 import { swapKeyAndRewrite } from '../broker/testing/key-swap-attack.js';
 import { openVault } from '../broker/vault/index.js';
@@ -243,9 +245,22 @@ describe('postern audit, end to end', () => {
     const verified = await run(['audit', 'verify', '--data-dir', copy]);
     expect(verified.code).toBe(0);
     expect(verified.stdout).toContain('OK: 8 events');
+    // A small journal is simply answered: no start line, no progress.
+    expect(verified.stderr).not.toContain('verify:');
     expect(readdirSync(copy)).toEqual(['journal.sqlite']);
     expect(databaseFiles(copy)).toEqual(before);
   }, 60_000);
+
+  it('says at once on stderr that a long verify started, with the rows it is to check, before its report', async () => {
+    const dataDir = path.join(scratch, 'long');
+    mkdirSync(dataDir, { mode: 0o700 });
+    await writeBulkAuditJournal(path.join(dataDir, 'journal.sqlite'), verifyStartLineRowsMin);
+
+    const verified = await run(['audit', 'verify', '--data-dir', dataDir]);
+    expect(verified.code).toBe(0);
+    expect(verified.stdout).toContain(`OK: ${verifyStartLineRowsMin} events`);
+    expect(verified.stderr.split('\n')[0]).toBe(`verify: ${verifyStartLineRowsMin} rows to check`);
+  }, 90_000);
 
   it('fails with a code, not a crash, on random bytes named journal.sqlite', async () => {
     const dataDir = path.join(scratch, 'garbage');

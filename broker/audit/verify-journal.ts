@@ -77,6 +77,11 @@ export interface VerifyOptions {
    * (a checkpoint export, `--check-key`). The journal's key, and the anchor's when given, must equal it.
    */
   readonly trustedKey?: Uint8Array;
+  /**
+   * Told once, before the first row is read, how many rows the file says it holds (the check is what follows): the CLI
+   * says at once that a long verify has started, not at its first progress line.
+   */
+  readonly onStart?: (total: number) => void;
   readonly onProgress?: (rows: number, total: number) => void;
   /** Worker threads for the rows and signatures (default: one per core); 0 keeps every step on this thread. */
   readonly threads?: number;
@@ -139,6 +144,7 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
 async function verifyOpened(db: Database.Database, file: string, options: VerifyOptions): Promise<VerifyReport> {
   try {
     requireAuditSchema(db);
+    options.onStart?.(rowsToCheck(db));
     const signPublic = readCheckpointKey(db, options.anchor, options.trustedKey);
     const checkpoints = readCheckpoints(db);
     const sizes = interestingSizes(checkpoints, options.anchor);
@@ -283,7 +289,7 @@ async function recomputeTree(
   sizes: ReadonlySet<number>,
   onProgress: VerifyOptions['onProgress'],
 ): Promise<RecomputedTree> {
-  const total = lastPosition(db) ?? Number((db.prepare(`SELECT count(*) AS n FROM events`).get() as { n: bigint }).n);
+  const total = rowsToCheck(db);
   const rootAt = new Map<number, Uint8Array>();
   if (sizes.has(0)) rootAt.set(0, frontierRoot(sha256, emptyFrontier));
   let frontier = emptyFrontier;
@@ -415,6 +421,11 @@ async function combineSubtrees(
 }
 
 /** The last append position when it is one (cheap: the rowid's b-tree), else undefined. */
+/** The rows the file says it holds: its last append position, or its row count where that position is not a number. */
+function rowsToCheck(db: Database.Database): number {
+  return lastPosition(db) ?? Number((db.prepare(`SELECT count(*) AS n FROM events`).get() as { n: bigint }).n);
+}
+
 function lastPosition(db: Database.Database): number | undefined {
   const max = (db.prepare(`SELECT max(seq) AS m FROM events`).get() as { m: unknown }).m;
   if (max === null) return 0;
