@@ -55,6 +55,12 @@ function installedName(dir: string): string {
   return dir.slice(dir.lastIndexOf('node_modules/') + 'node_modules/'.length);
 }
 
+/** Each output file of the bundle: what it imports statically and the npm packages built into it (build-cli.mjs). */
+function readBundleMap(): Record<string, { imports: string[]; packages: string[] }> {
+  const file = path.join(path.dirname(pkg.bundle), 'bundle-map.json');
+  return JSON.parse(readFileSync(file, 'utf8')) as Record<string, { imports: string[]; packages: string[] }>;
+}
+
 function readStamp(): CliStamp {
   return JSON.parse(readFileSync(pkg.stamp, 'utf8')) as CliStamp;
 }
@@ -99,22 +105,24 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
   });
 
   it('imports only node builtins and declared dependencies: the packages not built in load from node_modules', () => {
+    const map = readBundleMap();
+    // Every output file is mapped, and what it imports is another output file or a specifier outside the bundle.
     const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
-    const files = [
-      pkg.bundle,
+    const outputs = [
+      'main.mjs',
       ...readdirSync(chunkDir)
-        .filter((name) => name.endsWith('.mjs'))
-        .map((name) => path.join(chunkDir, name)),
+        .filter((n) => n.endsWith('.mjs'))
+        .map((n) => `chunks/${n}`),
     ];
-    const importsOf = (file: string): Set<string> =>
-      new Set([...readFileSync(file, 'utf8').matchAll(/^import .*?from ?"([^"]+)";$/gm)].map((m) => m[1] as string));
-    const imported = new Set(files.flatMap((file) => [...importsOf(file)]));
+    expect(Object.keys(map).sort()).toEqual(outputs.sort());
+    const imported = new Set(
+      Object.values(map).flatMap(({ imports }) => imports.filter((specifier) => !Object.hasOwn(map, specifier))),
+    );
     expect(imported).toContain('better-sqlite3');
     // A package built in is never also loaded from node_modules: one zod in the process, the SDK's included.
     for (const name of Object.keys(readStamp().packages).map(installedName))
       expect([...imported].filter((specifier) => packageName(specifier) === name)).toEqual([]);
     for (const specifier of imported) {
-      if (specifier.startsWith('./')) continue;
       expect(
         specifier.startsWith('node:') || Object.hasOwn(manifest.dependencies, packageName(specifier)),
         specifier,
@@ -123,27 +131,25 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
   });
 
   it('starts light: the entry loads nothing from node_modules; `mcp` (the shim) neither a broker package nor the schemas; `status`, every other command and the operator client neither SQLite nor the schemas', () => {
-    // The npm packages a chunk imports statically, transitively, or holds built in (packages.json, by the build): what
-    // loads before the code after its first await runs.
+    // The npm packages a chunk imports statically, transitively, or holds built in (bundle-map.json, from esbuild's
+    // metafile): what loads before the code after its first await runs.
     const outdir = path.dirname(pkg.bundle);
-    const builtIn = JSON.parse(readFileSync(path.join(outdir, 'packages.json'), 'utf8')) as Record<string, string[]>;
+    const map = readBundleMap();
     const closure = (file: string): Set<string> => {
       const seen = new Set<string>();
       const external = new Set<string>();
-      const visit = (at: string): void => {
-        if (seen.has(at)) return;
-        seen.add(at);
-        const held = builtIn[path.relative(outdir, at).split(path.sep).join('/')];
-        if (held === undefined) throw new Error(`packages.json names no ${at}`);
-        for (const dir of held) external.add(installedName(dir));
-        // `import {…} from "x";` (over several lines when it names many bindings) and `import "x";`.
-        for (const m of readFileSync(at, 'utf8').matchAll(/^import (?:[^";]*?from ?)?"([^"]+)";$/gm)) {
-          const specifier = m[1] as string;
-          if (specifier.startsWith('./')) visit(path.resolve(path.dirname(at), specifier));
+      const visit = (output: string): void => {
+        if (seen.has(output)) return;
+        seen.add(output);
+        const entry = map[output];
+        if (entry === undefined) throw new Error(`bundle-map.json names no ${output}`);
+        for (const dir of entry.packages) external.add(installedName(dir));
+        for (const specifier of entry.imports) {
+          if (Object.hasOwn(map, specifier)) visit(specifier);
           else if (!specifier.startsWith('node:')) external.add(specifier);
         }
       };
-      visit(file);
+      visit(path.relative(outdir, file).split(path.sep).join('/'));
       return external;
     };
     /** The chunk main.mjs imports once it knows the command (main.ts: mcp-main, status-main, program). */
