@@ -174,25 +174,36 @@ describe("compareFieldNames: the order of a card's fields, without ICU", () => {
     ]);
   });
 
-  it("orders field names as localeCompare('en', numeric) did: letters, indices and keys", () => {
-    // Few words and small indices, so two names often share a base and differ only in case, index or key.
-    const word = fc.constantFrom('rules', 'Rules', 'headers', 'tools', 'a', 'A', 'ab', 'aB');
+  it("orders field names as localeCompare('en', numeric) did: letters, indices, keys, _ - . and digits", () => {
+    // Few characters, so two names often share a start and differ in case, a digit run's value or a symbol.
     const name = fc
-      .tuple(
-        word,
-        fc.option(
-          fc.oneof(
-            fc.nat(30).map((n) => `[${n}]`),
-            word.map((w) => `.${w}`),
-          ),
-        ),
-      )
-      .map(([base, part]) => `${base}${part ?? ''}`);
+      .array(fc.constantFrom('a', 'A', 'b', 'B', 'x', '_', '-', '.', '[', ']', '0', '1', '2', '9', '10'), {
+        minLength: 1,
+        maxLength: 7,
+      })
+      .map((chars) => chars.join(''));
+    const realistic = fc.constantFrom(
+      'env.DB_HOST',
+      'env.DB1_HOST',
+      'env.API_TOKEN',
+      'env.API2_TOKEN',
+      'headers.X-Api-Key',
+      'headers.X_Api_Key',
+      'query.a_b',
+      'query.a-b',
+      'tools[1]',
+      'tools_x',
+      'rules[2]',
+      'rules[10]',
+      'base_url',
+      'reads_bypass_lanes',
+    );
     fc.assert(
-      fc.property(name, name, (x, y) => {
+      fc.property(fc.oneof(name, realistic), fc.oneof(name, realistic), (x, y) => {
         expect(Math.sign(compareFieldNames(x, y))).toBe(Math.sign(x.localeCompare(y, 'en', { numeric: true })));
         expect(Math.sign(compareFieldNames(y, x))).toBe(-Math.sign(compareFieldNames(x, y)) || 0);
       }),
+      { numRuns: 3000 },
     );
   });
 });

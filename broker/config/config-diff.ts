@@ -154,21 +154,51 @@ function diffFields(
 }
 
 /**
- * Field names in reading order, as localeCompare('en', numeric) put them: a run of digits by its value (`rules[2]`
- * before `rules[10]`), other text by letter regardless of case; only names equal so differ by case, lower case first.
- * Not localeCompare itself: its first call loads ICU's collation, ~7 ms of the card's cold start with no broker running
- * (issue 18), for names that are ASCII.
+ * ICU's root order of the ASCII punctuation and symbols (all before digits, digits before letters): what
+ * localeCompare('en') gives them, so the card keeps the order it had with localeCompare.
+ */
+const symbolOrder = '_-,;:!?.\'"()[]{}@*/\\&#%`^+<=>|~$';
+
+/** A field name's parts: each run of digits whole, every other character on its own. */
+const parts = (name: string): string[] => name.match(/\d+|[^\d]/gu) ?? [];
+
+/** A part's place before case: its class (symbols, digits, letters, the rest) and its key within the class. */
+function primaryOf(part: string): [number, string] {
+  if (/^\d/.test(part)) {
+    // By value, as text so a run of any length compares exactly: fewer significant digits first, then digit by digit.
+    const value = part.replace(/^0+(?=\d)/, '');
+    return [1, `${String(value.length).padStart(6, '0')}:${value}`];
+  }
+  const lower = part.toLowerCase();
+  if (lower >= 'a' && lower <= 'z') return [2, lower];
+  const symbol = symbolOrder.indexOf(part);
+  if (symbol >= 0) return [0, String(symbol).padStart(3, '0')];
+  return [3, lower];
+}
+
+/**
+ * Field names in reading order, as localeCompare('en', { numeric: true }) put them for the ASCII names a configuration
+ * holds: symbols before digits before letters, a run of digits by its value (`rules[2]` before `rules[10]`), letters
+ * regardless of case; only names equal so differ by case, lower case first. Not localeCompare itself: its first call
+ * loads ICU's collation, ~7 ms of the card's cold start with no broker running (issue 18).
  */
 export function compareFieldNames(x: string, y: string): number {
-  const xs = x.match(/\d+|\D+/g) ?? [];
-  const ys = y.match(/\d+|\D+/g) ?? [];
+  const xs = parts(x);
+  const ys = parts(y);
   for (let i = 0; i < Math.min(xs.length, ys.length); i++) {
-    const a = xs[i] as string;
-    const b = ys[i] as string;
-    const order = /^\d/.test(a) && /^\d/.test(b) ? Number(a) - Number(b) : byCodeUnit(a.toLowerCase(), b.toLowerCase());
+    const [classX, keyX] = primaryOf(xs[i] as string);
+    const [classY, keyY] = primaryOf(ys[i] as string);
+    const order = classX - classY || byCodeUnit(keyX, keyY);
     if (order !== 0) return order;
   }
-  return xs.length - ys.length || byCodeUnit(y, x);
+  if (xs.length !== ys.length) return xs.length - ys.length;
+  // Equal but for case (or a digit run's leading zeros): the first character that differs, lower case first.
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const a = x[i] as string;
+    const b = y[i] as string;
+    if (a !== b) return a.toLowerCase() === b.toLowerCase() ? byCodeUnit(b, a) : byCodeUnit(a, b);
+  }
+  return x.length - y.length;
 }
 
 function byCodeUnit(a: string, b: string): number {
