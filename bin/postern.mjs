@@ -62,10 +62,11 @@ async function freshBundle() {
       if (digests[file] !== sha256(readFileSync(at))) return { stale: `${file} changed since the build` };
     }
   }
-  // The npm packages built into the bundle: another version installed where the build read them is an upgrade the
-  // bundle does not have yet. None there (an installed copy, whose dependencies npm may have put elsewhere): the bundle
-  // carries its own.
-  for (const [dir, version] of Object.entries(packages)) {
+  // The npm packages built into the bundle, in a checkout: another version installed where the build read them is an
+  // upgrade the bundle does not have yet. An installed copy (its root inside a node_modules folder) carries its own:
+  // whatever npm put beside it since (another patch release within the ranges, hoisted or not) is not what it runs.
+  const installedCopy = root.split(path.sep).includes('node_modules');
+  for (const [dir, version] of installedCopy ? [] : Object.entries(packages)) {
     let installed;
     try {
       installed = JSON.parse(readFileSync(path.resolve(root, dir, 'package.json'), 'utf8')).version;

@@ -7,13 +7,15 @@
 // an install). Everything else Postern imports stays external: native addons (better-sqlite3, ssh2's optional
 // cpu-features), libsodium's wasm build, pino (its transports start threads from files), undici and ssh2 themselves.
 import { builtinModules } from 'node:module';
+import path from 'node:path';
 
 /**
  * Why these: each is pure JavaScript, and Node's ESM loader resolves, reads and compiles every file of a package
  * loaded from node_modules as its own module. zod (~120 files) and yaml (~70) cost a cold start ~60 ms of a 2-vCPU
  * VM that way (`postern config pending` with no broker: issue 18's 300 ms). The MCP SDK and zod-to-json-schema
- * import zod: built in too, the process holds one zod (a second copy costs the daemon ~4 MB and splits zod's
- * classes). commander is every command's parser.
+ * import zod: built in too, the main thread holds one zod (a second copy costs the daemon ~4 MB and splits zod's
+ * classes; the journal's writer thread, an isolate of its own, loads its own from node_modules). commander is every
+ * command's parser.
  */
 export const inlinedPackages = Object.freeze([
   'zod',
@@ -59,12 +61,15 @@ export const inlinePackagesPlugin = (inlined) => ({
   name: 'postern-inline-packages',
   setup(pluginBuild) {
     const wanted = new Set(inlined);
+    // Whether a file is a package's is judged below the build's root: a checkout that itself sits in some node_modules
+    // folder must not build every package in.
+    const root = pluginBuild.initialOptions.absWorkingDir ?? process.cwd();
     // Bare specifiers only: relative and absolute paths are files of whatever imports them.
     pluginBuild.onResolve({ filter: /^[^./]/ }, (args) => {
       if (args.kind === 'entry-point') return undefined;
       if (args.path.startsWith('node:') || builtinModules.includes(args.path))
         return { path: args.path, external: true };
-      const fromPackage = args.importer.split(/[\\/]/).includes('node_modules');
+      const fromPackage = path.relative(root, args.importer).split(/[\\/]/).includes('node_modules');
       if (fromPackage || wanted.has(packageOf(args.path))) return undefined;
       return { path: args.path, external: true };
     });

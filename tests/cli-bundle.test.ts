@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -324,6 +324,26 @@ describe('bin/postern.mjs', () => {
         JSON.stringify({ ...stamp, packages: { ...stamp.packages, 'node_modules/not-installed-here': '1.0.0' } }),
       );
       expect((await postern(['--version'])).stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+      // An installed copy (its root inside node_modules) runs its bundle whatever versions npm installed beside it
+      // since: a later patch release within the ranges is not an edit of the bundle's code.
+      const installed = createTempDir('postern-cli-installed-');
+      try {
+        const copy = path.join(installed.path, 'node_modules', 'postern');
+        cpSync(pkg.root, copy, { recursive: true, verbatimSymlinks: true });
+        const copyStamp = path.join(copy, 'dist', 'cli', 'stamp.json');
+        writeFileSync(
+          copyStamp,
+          JSON.stringify({ ...stamp, packages: { ...stamp.packages, 'node_modules/zod': '0.0.1' } }),
+        );
+        const ran = await run(process.execPath, [path.join(copy, 'bin', 'postern.mjs'), '--version'], {
+          cwd: copy,
+          env: traced,
+          timeout: commandMs,
+        });
+        expect(ran.stderr).toBe(`postern: running the bundle ${path.join(copy, 'dist', 'cli', 'main.mjs')}\n`);
+      } finally {
+        installed.remove();
+      }
       const { packages: _dropped, ...withoutPackages } = stamp;
       writeFileSync(pkg.stamp, JSON.stringify(withoutPackages));
       expect((await postern(['--version'])).stderr).toContain('tsx: dist/cli/stamp.json is not a stamp');
