@@ -420,12 +420,12 @@ async function combineSubtrees(
   return { frontier: { size: n, roots: [...whole.roots, ...tail] }, rootAt };
 }
 
-/** The last append position when it is one (cheap: the rowid's b-tree), else undefined. */
 /** The rows the file says it holds: its last append position, or its row count where that position is not a number. */
 function rowsToCheck(db: Database.Database): number {
   return lastPosition(db) ?? Number((db.prepare(`SELECT count(*) AS n FROM events`).get() as { n: bigint }).n);
 }
 
+/** The last append position when it is one (cheap: the rowid's b-tree), else undefined. */
 function lastPosition(db: Database.Database): number | undefined {
   const max = (db.prepare(`SELECT max(seq) AS m FROM events`).get() as { m: unknown }).m;
   if (max === null) return 0;
