@@ -3,9 +3,9 @@
 // start). It runs dist/cli/main.mjs, the esbuild bundle of broker/cli/main.ts that `npm run build`,
 // `npm start` and `npm test` write (scripts/build-cli.mjs), when that bundle is fresh: its stamp
 // lists every source file it was built from, and none may be missing, changed in size, or modified
-// since the build started with other content than the build read, and no npm package built into it
-// (zod, yaml, commander, the MCP SDK and what they import) may have another version installed where
-// the build read it. Otherwise (no build yet, a developer edited a .ts file or upgraded a package)
+// since the build started with other content than the build read, and, in a checkout, no npm package
+// built into it (zod, yaml, commander, the MCP SDK and what they import) may have another version
+// installed where the build read it (an installed copy carries its own). Otherwise (no build yet, a developer edited a .ts file or upgraded a package)
 // it runs the TypeScript sources through tsx as before, so a checkout needs no build step and never
 // runs a stale bundle. The check is one small JSON read, one stat per source file (~340) and one
 // package.json per built-in package (~13): a few ms; in an installed package, whose files npm dated

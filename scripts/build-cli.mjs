@@ -9,7 +9,7 @@
 // Beside the bundle, stamp.json lists every source file of Postern's esbuild read (paths relative to the package
 // root, with their sizes and content digests), the version of each npm package built in, and the time the build
 // started. bin/postern.mjs runs the bundle only while no listed file is missing, changed in size, or modified since
-// then with other content, and no built-in package has another version installed where the build found it;
+// then with other content, and (in a checkout) no built-in package has another version installed where the build found it;
 // otherwise it falls back to tsx, so an edited .ts file (or an upgraded package) is never run from a stale bundle.
 // bundle-map.json says what each output file imports statically and which npm packages it holds (esbuild's metafile,
 // for tests/cli-bundle.test.ts: what a command loads).
