@@ -221,6 +221,37 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     expect(stdout.trim()).toBe(manifest.version);
   });
 
+  it("carries zod's English messages and none of its other locales, and a configuration error still reads in English", async () => {
+    // The sources each output was built from (its source map): zod's locales index names `en` alone in the bundle
+    // (scripts/inline-packages-plugin.mjs, zodLocalesIndex).
+    const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
+    const sources = readdirSync(chunkDir)
+      .filter((name) => name.endsWith('.mjs.map'))
+      .flatMap(
+        (name) => (JSON.parse(readFileSync(path.join(chunkDir, name), 'utf8')) as { sources: string[] }).sources,
+      );
+    const locales = sources.filter((source) => /node_modules\/zod\/v4\/locales\//.test(source));
+    expect(locales.map((source) => path.basename(source)).sort()).toEqual(['en.js', 'index.js']);
+    expect(sources.some((source) => source.endsWith('node_modules/zod/v4/classic/schemas.js'))).toBe(true);
+    // zod's own message for a field of the wrong type, as `postern config pending` prints it from the bundle.
+    const data = createTempDir('postern-cli-zod-');
+    try {
+      const config = ['version: 1', 'routes:', '  - name: docs', '    base_url: 5', '    credential: t', ''];
+      writeFileSync(path.join(data.path, 'postern.yaml'), config.join('\n'), { mode: 0o600 });
+      await expect(
+        run(process.execPath, [pkg.bundle, 'config', 'pending', '--data-dir', data.path], {
+          cwd: pkg.root,
+          timeout: commandMs,
+        }),
+      ).rejects.toMatchObject({
+        code: 1,
+        stderr: expect.stringContaining('routes[0].base_url: Invalid input: expected string, received number'),
+      });
+    } finally {
+      data.remove();
+    }
+  });
+
   it(
     'derives a vault key on its Argon2id worker thread from the bundle (vault unlock)',
     async () => {
