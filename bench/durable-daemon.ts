@@ -4,8 +4,8 @@
  * client speaking to it through `postern mcp`. The same set-up as tests/support/bearer-route-daemon.ts
  * (which this project cannot import): vault created and the config accepted as a person before start.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -31,6 +31,11 @@ export interface McpRig {
   readonly daemonPid: number;
   /** One http_request POST to a fresh document; throws unless the action succeeded. */
   post(): Promise<void>;
+  /**
+   * CPU time so far, ms, of the daemon and of the `postern mcp` shim (user + system, every thread of each), read from
+   * /proc: where an MCP call's time goes besides the client's own process.
+   */
+  cpuMs(): { daemon: number; shim: number };
   stop(): Promise<void>;
 }
 
@@ -97,6 +102,18 @@ function startDaemon(dataDir: string, passphraseFile: string, traceFile: string 
   });
 }
 
+/** Clock ticks a second in /proc's times (USER_HZ: 100 on every Linux this runs on; asked once). */
+let ticksPerSecond: number | undefined;
+
+/** A process's CPU time so far, ms: user + system of every thread (/proc/<pid>/stat's utime and stime). */
+function processCpuMs(pid: number): number {
+  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+  // The fields after the command name, which may itself hold spaces and parentheses: utime and stime are 14 and 15.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
+}
+
 export async function startMcpRig(origin: string, traceFile?: string): Promise<McpRig> {
   const { scratch, dataDir, passphraseFile } = await prepareDataDir(origin);
   const child = await startDaemon(dataDir, passphraseFile, traceFile);
@@ -105,11 +122,15 @@ export async function startMcpRig(origin: string, traceFile?: string): Promise<M
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const client = new Client({ name: 'postern-bench', version: '1' });
   const args = [posternBin, 'mcp', '--data-dir', dataDir];
-  await client.connect(new StdioClientTransport({ command: process.execPath, args, cwd: repoRoot, stderr: 'pipe' }));
+  const transport = new StdioClientTransport({ command: process.execPath, args, cwd: repoRoot, stderr: 'pipe' });
+  await client.connect(transport);
+  const shimPid = transport.pid;
+  if (shimPid === null) throw new Error('the shim has no pid');
   let documents = 0;
   return {
     dataDir,
     daemonPid,
+    cpuMs: () => ({ daemon: processCpuMs(daemonPid), shim: processCpuMs(shimPid) }),
     post: async () => {
       documents += 1;
       const args = { route: 'bench', method: 'POST', path: `/documents/${documents}`, body };

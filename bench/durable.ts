@@ -169,6 +169,8 @@ interface Measured {
   directC1: Summary;
   brokerC1: Summary;
   mcpC1: Summary;
+  /** Per POST at c1 through MCP, ms of CPU (every thread): the daemon's and the shim's, from /proc. */
+  mcpCpu: { daemon: number; shim: number };
   brokerC64: Summary & { eventsPerAction: number };
   ceiling: Summary & { eventsPerAction: number; mix: string };
   directSlow: Summary;
@@ -210,9 +212,16 @@ async function measure(targets: Targets): Promise<Measured> {
     }
     const mcp = await startMcpRig(targets.fast);
     let mcpC1: Summary;
+    let mcpCpu: Measured['mcpCpu'];
     try {
       await drive(() => mcp.post(), 1, bounds.warmup);
+      const before = mcp.cpuMs();
       mcpC1 = await drive(() => mcp.post(), 1, bounds.c1);
+      const after = mcp.cpuMs();
+      mcpCpu = {
+        daemon: (after.daemon - before.daemon) / mcpC1.count,
+        shim: (after.shim - before.shim) / mcpC1.count,
+      };
     } finally {
       await mcp.stop();
     }
@@ -220,6 +229,7 @@ async function measure(targets: Targets): Promise<Measured> {
       directC1: summaryOf(directC1),
       brokerC1: summaryOf(brokerC1),
       mcpC1,
+      mcpCpu,
       brokerC64: { ...summaryOf(brokerC64), eventsPerAction: brokerC64.eventsPerAction ?? Number.NaN },
       ceiling: {
         ...summaryOf(ceiling),
@@ -308,6 +318,11 @@ function printLatency(m: Measured, fsyncP50: number, floor: SyncFloor): void {
   console.log(
     `Per action in the executor's process, ms (event loop busy time / CPU time of the whole process, every thread): executor ` +
       `${cpuPerOp(m.brokerC1)}, direct undici ${cpuPerOp(d)}`,
+  );
+  console.log(
+    `Per POST through MCP, ms of CPU (every thread of each process, /proc): the daemon ${m.mcpCpu.daemon.toFixed(3)}, ` +
+      `the shim ${m.mcpCpu.shim.toFixed(3)}, the bench's own process (the SDK client and the target servers) ` +
+      `${m.mcpC1.cpuMsPerOp?.toFixed(3) ?? '—'}`,
   );
   console.log('');
   console.log(
