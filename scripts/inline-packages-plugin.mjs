@@ -27,7 +27,7 @@ export const inlinedPackages = Object.freeze([
 
 /**
  * zod's locales index (`zod/v4/locales/index.js`, which both `z.locales` and `zod/v4/core`'s `locales` re-export): the
- * error messages of ~50 languages, half of zod's bytes in the bundle once minified (~290 of ~580 KB), carried because
+ * error messages of ~60 languages, half of zod's bytes in the bundle once minified (~290 of ~580 KB), carried because
  * `z` is a namespace esbuild cannot shake. Each start that loads zod compiles them (~20 ms of `postern config pending`
  * on a 2-vCPU VM). Postern never configures a locale (its messages are its own, and zod's default is English), so the
  * bundle's index names `en` alone: `z.locales.en` is there, every other language is undefined.
