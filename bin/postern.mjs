@@ -8,10 +8,11 @@
 // installed where the build read it (an installed copy carries its own). Otherwise (no build yet, a developer edited a .ts file or upgraded a package)
 // it runs the TypeScript sources through tsx as before, so a checkout needs no build step and never
 // runs a stale bundle. The check is one small JSON read, one stat per source file (~340) and one
-// package.json per built-in package (~13): a few ms; in an installed package, whose files npm dated
-// at the install, a digest of each source (~10 ms).
+// package.json per built-in package (~13): ~10 ms here. A source whose time is later than the build (in an installed
+// package npm dated every file at the install) is read and digested (~35 ms for all of them here) until a start has
+// found it unchanged: dist/cli/checked.json then holds its inode and ctime, and later starts compare those instead.
 // POSTERN_LAUNCH_TRACE=1 says on stderr which one ran and why.
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -25,8 +26,21 @@ process.on('SIGUSR1', earlyRefusals.listener);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bundleDir = path.join(root, 'dist', 'cli');
 
-/** @returns {Promise<{ bundle: string } | { stale: string }>} */
+/**
+ * Where a start records the sources it found unchanged by their content (see below), beside the stamp.
+ * scripts/build-cli.mjs removes it with the stamp it was made for.
+ */
+const checkedName = 'checked.json';
+/**
+ * A source is recorded only if its ctime is this much older than the start that read it, as git does with its index:
+ * a save in the same clock tick as the read (file times come from a coarse clock), or on a file system whose clock is a
+ * little off, must still change the ctime the next start compares.
+ */
+const recordMarginMs = 2_000;
+
+/** @returns {Promise<{ bundle: string; digested: number } | { stale: string }>} */
 async function freshBundle() {
+  const startedMs = Date.now();
   // node:crypto loads only for a source whose time is later than the build (~5 ms of every start otherwise).
   /** @type {((data: Buffer) => string) | undefined} */
   let sha256;
@@ -42,8 +56,18 @@ async function freshBundle() {
   if (!wellFormed || !isMap(inputs) || !isMap(digests) || !isMap(packages)) {
     return { stale: 'dist/cli/stamp.json is not a stamp of scripts/build-cli.mjs' };
   }
+  // Sources whose time is later than the build, whose content an earlier start found to be what the build read: each
+  // with its inode and ctime then. A save, a rename over it, a `touch` or `cp -p` (which can set any mtime) all move the
+  // ctime, which no program can set, so an unchanged pair means unchanged content. npm dates every file it installs,
+  // so in an installed copy this spares every later start a digest of each source (~35 ms here).
+  const checked = readChecked(builtAtMs);
+  /** @type {Record<string, [number, number]>} */
+  const nextChecked = {};
+  let digested = 0;
   for (const [file, bytes] of Object.entries(inputs)) {
-    const at = path.resolve(root, file);
+    // The stamp's paths are relative with `/`, the root ends in a separator: joined as they are (path.resolve costs
+    // ~5 ms of a start over ~340 paths).
+    const at = root + file;
     let stat;
     try {
       stat = statSync(at, { throwIfNoEntry: false });
@@ -52,15 +76,18 @@ async function freshBundle() {
     }
     if (stat === undefined) return { stale: `${file} is gone` };
     if (stat.size !== bytes) return { stale: `${file} changed since the build` };
-    // Saved since the build started: unchanged only if its content is what the build read. npm gives every file of a
-    // package it installs the time of the install, so an installed copy takes this path for every file (~10 ms).
-    if (stat.mtimeMs >= builtAtMs) {
+    // Saved since the build started: unchanged only if its content is what the build read.
+    if (stat.mtimeMs < builtAtMs) continue;
+    const was = checked[file];
+    if (was === undefined || was[0] !== stat.ino || was[1] !== stat.ctimeMs) {
       if (sha256 === undefined) {
         const { createHash } = await import('node:crypto');
         sha256 = (data) => createHash('sha256').update(data).digest('hex');
       }
       if (digests[file] !== sha256(readFileSync(at))) return { stale: `${file} changed since the build` };
+      digested += 1;
     }
+    if (stat.ctimeMs < startedMs - recordMarginMs) nextChecked[file] = [stat.ino, stat.ctimeMs];
   }
   // The npm packages built into the bundle, in a checkout: another version installed where the build read them is an
   // upgrade the bundle does not have yet. An installed copy (its root inside a node_modules folder) carries its own:
@@ -69,19 +96,50 @@ async function freshBundle() {
   for (const [dir, version] of installedCopy ? [] : Object.entries(packages)) {
     let installed;
     try {
-      installed = JSON.parse(readFileSync(path.resolve(root, dir, 'package.json'), 'utf8')).version;
+      installed = JSON.parse(readFileSync(root + dir + '/package.json', 'utf8')).version;
     } catch {
       continue;
     }
     if (installed !== version) return { stale: `${dir} is ${installed}, the bundle has ${version}` };
   }
-  return { bundle: path.join(bundleDir, entry) };
+  if (digested > 0) recordChecked(builtAtMs, nextChecked);
+  return { bundle: path.join(bundleDir, entry), digested };
+}
+
+/** @returns {Record<string, [number, number] | undefined>} the record for this build, or none */
+function readChecked(/** @type {number} */ builtAtMs) {
+  try {
+    const record = JSON.parse(readFileSync(path.join(bundleDir, checkedName), 'utf8'));
+    if (record?.builtAtMs !== builtAtMs || typeof record.sources !== 'object' || record.sources === null) return {};
+    /** @type {Record<string, [number, number]>} */
+    const sources = {};
+    for (const [file, pair] of Object.entries(record.sources))
+      if (Array.isArray(pair) && pair.length === 2 && pair.every((n) => typeof n === 'number')) sources[file] = pair;
+    return sources;
+  } catch {
+    return {};
+  }
+}
+
+/** Best effort: a package directory this user cannot write (a system-wide install) keeps digesting at each start. */
+function recordChecked(/** @type {number} */ builtAtMs, /** @type {Record<string, [number, number]>} */ sources) {
+  const file = path.join(bundleDir, checkedName);
+  const temp = `${file}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temp, JSON.stringify({ builtAtMs, sources }));
+    renameSync(temp, file);
+  } catch {
+    rmSync(temp, { force: true });
+  }
 }
 
 const choice = await freshBundle();
 const trace = process.env['POSTERN_LAUNCH_TRACE'] === '1';
 if ('bundle' in choice) {
-  if (trace) process.stderr.write(`postern: running the bundle ${choice.bundle}\n`);
+  if (trace) {
+    const read = choice.digested > 0 ? ` (sources read for their content: ${choice.digested})` : '';
+    process.stderr.write(`postern: running the bundle ${choice.bundle}${read}\n`);
+  }
   // Source maps are not switched on here: reading the 1.6 MB map costs every start ~35 ms (MCP
   // clients wait on that). For stack traces that name the .ts lines: NODE_OPTIONS=--enable-source-maps.
   await import(pathToFileURL(choice.bundle).href);

@@ -37,6 +37,7 @@ export const bundleName = 'main.mjs';
 export const stampName = 'stamp.json';
 export const bundleMapName = 'bundle-map.json';
 export const chunkDirName = 'chunks';
+export const checkedName = 'checked.json';
 
 /**
  * @typedef {{
@@ -155,6 +156,8 @@ export async function buildCli(options = {}) {
   const stampPath = path.join(outdir, stampName);
   mkdirSync(outdir, { recursive: true });
   rmSync(stampPath, { force: true });
+  // bin/postern.mjs's record of sources it found unchanged names the old stamp's build: it goes with it.
+  rmSync(path.join(outdir, checkedName), { force: true });
   mkdirSync(path.join(outdir, chunkDirName), { recursive: true });
   // Chunks first (content-hashed names, so an old main.mjs still finds its own), the entry last but one, the stamp last.
   const outputs = [...result.outputFiles].sort(

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -63,6 +63,23 @@ function readBundleMap(): Record<string, { imports: string[]; packages: string[]
 
 function readStamp(): CliStamp {
   return JSON.parse(readFileSync(pkg.stamp, 'utf8')) as CliStamp;
+}
+
+/** bin/postern.mjs's record of the sources whose time is later than the build that a start found unchanged. */
+function readChecked(): { builtAtMs: number; sources: Record<string, [number, number]> } {
+  return JSON.parse(readFileSync(pkg.checked, 'utf8')) as {
+    builtAtMs: number;
+    sources: Record<string, [number, number]>;
+  };
+}
+
+/** bin/postern.mjs records a source only if its ctime is this much older than the start that read it. */
+const checkedMarginMs = 2_000;
+
+/** Waits (on the clock, polled) until every file's ctime is more than `marginMs` in the past. */
+async function ctimesOlderThan(files: readonly string[], marginMs: number): Promise<void> {
+  const newest = Math.max(...files.map((file) => statSync(file).ctimeMs));
+  while (Date.now() <= newest + marginMs) await new Promise((resolve) => setTimeout(resolve, 100));
 }
 
 function postern(args: string[]): Promise<{ stdout: string; stderr: string }> {
@@ -307,10 +324,24 @@ describe('bin/postern.mjs', () => {
       const times = files.map((file) => statSync(file).mtime);
       const edited = path.join(pkg.root, 'broker', 'cli', 'program.ts');
       const original = readFileSync(edited);
+      const bundleRan = (read = 0): string =>
+        `postern: running the bundle ${pkg.bundle}${read > 0 ? ` (sources read for their content: ${read})` : ''}\n`;
       try {
         for (const file of files) utimesSync(file, later, later);
-        expect((await postern(['--version'])).stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
-        // The same size, other bytes, saved after the build: the sources through tsx, the whole program included.
+        // Every source is later than the build: each is read and its digest compared, and the bundle runs.
+        expect((await postern(['--version'])).stderr).toBe(bundleRan(files.length));
+        // Recorded once their ctimes are older than the bin's margin (a save in the same clock tick as the read must
+        // still move the ctime): from then on a start compares inode and ctime, and reads none.
+        await ctimesOlderThan(files, checkedMarginMs);
+        expect((await postern(['--version'])).stderr).toBe(bundleRan(files.length));
+        expect(Object.keys(readChecked().sources).sort()).toEqual(Object.keys(stamp.inputs).sort());
+        expect((await postern(['--version'])).stderr).toBe(bundleRan());
+        // A record made for another build is not this bundle's: every source is read again.
+        writeFileSync(pkg.checked, JSON.stringify({ ...readChecked(), builtAtMs: stamp.builtAtMs - 1 }));
+        expect((await postern(['--version'])).stderr).toBe(bundleRan(files.length));
+        expect((await postern(['--version'])).stderr).toBe(bundleRan());
+        // The same size, other bytes, saved after the build and dated back to a time the record has seen: the ctime
+        // moved (no program can set it), so the file is read, and the sources run through tsx, the whole program too.
         const changed = Buffer.from(original);
         const at = changed.indexOf('Parses argv');
         changed.write('parses', at, 'latin1');
@@ -321,13 +352,17 @@ describe('bin/postern.mjs', () => {
         expect(stderr).toBe(
           'postern: running the sources through tsx: broker/cli/program.ts changed since the build\n',
         );
+        // Its old content back (a new ctime again): read, found to be what the build read, and the bundle runs.
+        writeFileSync(edited, original);
+        expect((await postern(['--version'])).stderr).toBe(bundleRan(1));
       } finally {
         writeFileSync(edited, original);
         files.forEach((file, i) => utimesSync(file, times[i] as Date, times[i] as Date));
+        rmSync(pkg.checked, { force: true });
       }
-      expect((await postern(['--version'])).stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+      expect((await postern(['--version'])).stderr).toBe(bundleRan());
     },
-    2 * commandMs,
+    4 * commandMs,
   );
 
   it(
@@ -371,7 +406,11 @@ describe('bin/postern.mjs', () => {
           env: traced,
           timeout: commandMs,
         });
-        expect(ran.stderr).toBe(`postern: running the bundle ${path.join(copy, 'dist', 'cli', 'main.mjs')}\n`);
+        // Copied now, every source is later than the build: each is read (and found to be what the build read).
+        const read = Object.keys(stamp.inputs).length;
+        expect(ran.stderr).toBe(
+          `postern: running the bundle ${path.join(copy, 'dist', 'cli', 'main.mjs')} (sources read for their content: ${read})\n`,
+        );
       } finally {
         installed.remove();
       }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readFileSync, symlinkSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createTempDir, type TempDir } from './temp-dir.js';
@@ -14,6 +14,13 @@ export interface CliPackageRoot {
   /** dist/cli/main.mjs, when built. */
   readonly bundle: string;
   readonly stamp: string;
+  /** dist/cli/checked.json: the bin's record of sources later than the build that it found unchanged. */
+  readonly checked: string;
+  /**
+   * Dates every source the stamp lists now, as npm dates each file it installs (later than the build in the package);
+   * done once at the start for an installed copy.
+   */
+  redateSources(): void;
   remove(): void;
 }
 
@@ -26,8 +33,10 @@ export interface CliPackageRoot {
  * stamp and age a bundle (and touch its sources) without touching the checkout. One helper for both
  * (tests/cli-bundle.test.ts, bench/cli-start.ts): the bench's own copy of it once missed a file the
  * build came to need (scripts/writer-worker-plugin.mjs), and its cold-start table stopped running.
+ * `installed`: the package's root is `node_modules/postern` inside the temp folder, and its sources are dated after the
+ * build, as an install by npm leaves them.
  */
-export async function makeCliPackageRoot(options: { bundle: boolean }): Promise<CliPackageRoot> {
+export async function makeCliPackageRoot(options: { bundle: boolean; installed?: boolean }): Promise<CliPackageRoot> {
   const dir = createTempDir('postern-cli-root-');
   try {
     return await copyPackage(dir, options);
@@ -38,8 +47,9 @@ export async function makeCliPackageRoot(options: { bundle: boolean }): Promise<
   }
 }
 
-async function copyPackage(dir: TempDir, options: { bundle: boolean }): Promise<CliPackageRoot> {
-  const root = dir.path;
+async function copyPackage(dir: TempDir, options: { bundle: boolean; installed?: boolean }): Promise<CliPackageRoot> {
+  // Installed: the package's root inside a node_modules folder, where the bin trusts the packages beside it.
+  const root = options.installed === true ? path.join(dir.path, 'node_modules', 'postern') : dir.path;
   for (const file of [
     'bin/postern.mjs',
     'scripts/build-cli.mjs',
@@ -56,11 +66,19 @@ async function copyPackage(dir: TempDir, options: { bundle: boolean }): Promise<
   const outdir = path.join(root, 'dist', 'cli');
   if (options.bundle)
     await promisify(execFile)(process.execPath, [path.join(root, 'scripts', 'build-cli.mjs')], { cwd: root });
+  const redateSources = (): void => {
+    const stamp = JSON.parse(readFileSync(path.join(outdir, 'stamp.json'), 'utf8')) as { inputs: object };
+    const now = new Date();
+    for (const file of Object.keys(stamp.inputs)) utimesSync(path.join(root, file), now, now);
+  };
+  if (options.bundle && options.installed === true) redateSources();
   return {
     root,
     bin: path.join(root, 'bin', 'postern.mjs'),
     bundle: path.join(outdir, 'main.mjs'),
     stamp: path.join(outdir, 'stamp.json'),
+    checked: path.join(outdir, 'checked.json'),
+    redateSources,
     remove: dir.remove,
   };
 }
