@@ -2,6 +2,7 @@ import { readFileSync, readlinkSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Socket } from 'node:net';
 import type { AgentPeer } from '../contract/index.js';
+import { processExists } from '../ports/process-exists.js';
 import { readPeerCredentials, type PeerCredentials } from './peer-credentials.js';
 
 /**
@@ -180,11 +181,5 @@ function readLinkOrNull(link: string): string | null {
 export function processAlive(pid: number, startTime: string, procRoot = '/proc'): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   if (startTime !== startTimeUnavailable) return readProcStat(pid, procRoot)?.startTime === startTime;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as { code?: unknown }).code === 'EPERM';
-  }
+  return processExists(pid);
 }

@@ -144,13 +144,15 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
 async function verifyOpened(db: Database.Database, file: string, options: VerifyOptions): Promise<VerifyReport> {
   try {
     requireAuditSchema(db);
-    options.onStart?.(rowsToCheck(db));
+    // Counted once: where the last position is not a number this is a scan of the whole table.
+    const total = rowsToCheck(db);
+    options.onStart?.(total);
     const signPublic = readCheckpointKey(db, options.anchor, options.trustedKey);
     const checkpoints = readCheckpoints(db);
     const sizes = interestingSizes(checkpoints, options.anchor);
     const parallel = await recomputeInWorkers(db, file, options, sizes, checkpoints, signPublic);
     options.onMode?.(parallel === undefined ? 'serial' : 'workers');
-    const tree = parallel?.tree ?? (await recomputeTree(db, sizes, options.onProgress));
+    const tree = parallel?.tree ?? (await recomputeTree(db, total, sizes, options.onProgress));
     await checkSignatures(checkpoints, signPublic, parallel);
     checkCheckpointRoots(checkpoints, tree);
     const lossEvidence = findLossEvidence(db, tree.frontier.size);
@@ -286,10 +288,10 @@ interface RecomputedTree {
 /** Every row, in append order: well-formed, contiguous, and hashing to its stored leaf. */
 async function recomputeTree(
   db: Database.Database,
+  total: number,
   sizes: ReadonlySet<number>,
   onProgress: VerifyOptions['onProgress'],
 ): Promise<RecomputedTree> {
-  const total = rowsToCheck(db);
   const rootAt = new Map<number, Uint8Array>();
   if (sizes.has(0)) rootAt.set(0, frontierRoot(sha256, emptyFrontier));
   let frontier = emptyFrontier;

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { BrokerStatus } from '../contract/index.js';
 import type { RestingActionCounts } from '../core/index.js';
-import { journalFileName } from '../journal/journal-file-name.js';
+import { journalFileName, noJournalSnapshot } from '../journal/journal-file-name.js';
 
 /** What `postern status` reports about a data directory without running a broker in it. */
 export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal'> & {
@@ -19,14 +19,10 @@ export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal'> & {
  */
 export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus> {
   // No journal file: nothing to open, so the journal's modules (SQLite, the schemas) are not loaded for it.
-  if (!existsSync(path.join(dataDir, journalFileName))) {
-    const none = { events: 0, last_seq: 0, schema_version: 0, recovered_at_open: 0 };
-    const actions = { total: 0, in_flight: 0, unknown: 0, dispatched_unrecorded: 0 };
-    return { data_dir: dataDir, journal: { state: 'closed', ...none }, actions, journal_file: false };
-  }
-  const { readJournalSnapshot } = await import('../journal/read-snapshot.js');
-  const snapshot = readJournalSnapshot(dataDir);
-  return Promise.resolve({
+  const snapshot = existsSync(path.join(dataDir, journalFileName))
+    ? (await import('../journal/read-snapshot.js')).readJournalSnapshot(dataDir)
+    : noJournalSnapshot;
+  return {
     data_dir: dataDir,
     journal: {
       state: 'closed',
@@ -37,5 +33,5 @@ export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus>
     },
     actions: { ...snapshot.actions },
     journal_file: snapshot.exists,
-  });
+  };
 }

@@ -2,7 +2,7 @@ import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../ports/open-database.js';
-import { journalFileName } from './journal-file-name.js';
+import { journalFileName, noJournalSnapshot } from './journal-file-name.js';
 import { restingActionCountsOf, type CounterRow, type RestingActionCounts } from '../core/action-counters.js';
 import type { OutcomeCountRow } from '../core/metrics.js';
 import type { ActionCounts } from './journal-store.js';
@@ -31,35 +31,17 @@ export interface JournalSnapshot {
   readonly actions: RestingActionCounts;
 }
 
-const noActions: RestingActionCounts = { total: 0, in_flight: 0, unknown: 0, dispatched_unrecorded: 0 };
-
 /**
  * Reads a data directory's journal without becoming its writer: a read-only connection, no
  * migration, no recovery (a running daemon may hold the journal, and only the writer recovers).
  */
 export function readJournalSnapshot(dataDir: string): JournalSnapshot {
   const path = join(dataDir, journalFileName);
-  if (!existsSync(path)) {
-    return {
-      exists: false,
-      events: 0,
-      last_seq: 0,
-      schema_version: 0,
-      actions: noActions,
-    };
-  }
+  if (!existsSync(path)) return noJournalSnapshot;
   const db = openDatabase(path, { readonly: true, fileMustExist: true });
   try {
     const version = schemaVersion(db);
-    if (version === 0) {
-      return {
-        exists: true,
-        events: 0,
-        last_seq: 0,
-        schema_version: 0,
-        actions: noActions,
-      };
-    }
+    if (version === 0) return { ...noJournalSnapshot, exists: true };
     // The audit tree's size moves in the transaction that appends its events (the broker refuses to open a
     // journal where they differ), and reading it is O(1); the counters likewise. A journal no broker has
     // migrated yet is scanned once. The journal store's own reads (snapshot-sql.ts), without the store, which
