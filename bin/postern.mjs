@@ -10,9 +10,11 @@
 // runs a stale bundle. The check is one small JSON read, one stat per source file (~340) and one
 // package.json per built-in package (~13): ~10 ms here. A source whose time is later than the build (in an installed
 // package npm dated every file at the install) is read and digested (~35 ms for all of them here) until a start has
-// found it unchanged: dist/cli/checked.json then holds its inode and ctime, and later starts compare those instead.
+// found it unchanged: dist/cli/checked.json (or, where the package is not this user's to write, a file in the user's
+// cache) then holds its inode and ctime, and later starts compare those instead.
 // POSTERN_LAUNCH_TRACE=1 says on stderr which one ran and why.
-import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -27,10 +29,21 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const bundleDir = path.join(root, 'dist', 'cli');
 
 /**
- * Where a start records the sources it found unchanged by their content (see below), beside the stamp.
- * scripts/build-cli.mjs removes it with the stamp it was made for.
+ * Where a start records the sources it found unchanged by their content (see below): beside the stamp
+ * (scripts/build-cli.mjs removes it with the stamp it was made for), or where this user cannot write the package (a
+ * system-wide install) in the user's cache, one file per package root.
  */
 const checkedName = 'checked.json';
+const checkedPlaces = () => {
+  const cache = process.env['XDG_CACHE_HOME'] || path.join(homedir(), '.cache');
+  return [path.join(bundleDir, checkedName), path.join(cache, 'postern', `launch-checked-${fnv1a(root)}.json`)];
+};
+/** A short name for a path (node:crypto costs a start ~5 ms to load); the record holds the root it was made for. */
+const fnv1a = (/** @type {string} */ text) => {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return hash.toString(16).padStart(8, '0');
+};
 /**
  * A source is recorded only if its ctime is this much older than the start that read it, as git does with its index:
  * a save in the same clock tick as the read (file times come from a coarse clock), or on a file system whose clock is a
@@ -106,30 +119,39 @@ async function freshBundle() {
   return { bundle: path.join(bundleDir, entry), digested };
 }
 
-/** @returns {Record<string, [number, number] | undefined>} the record for this build, or none */
+/** @returns {Record<string, [number, number] | undefined>} the first record made for this build of this root, or none */
 function readChecked(/** @type {number} */ builtAtMs) {
-  try {
-    const record = JSON.parse(readFileSync(path.join(bundleDir, checkedName), 'utf8'));
-    if (record?.builtAtMs !== builtAtMs || typeof record.sources !== 'object' || record.sources === null) return {};
+  for (const file of checkedPlaces()) {
+    let record;
+    try {
+      record = JSON.parse(readFileSync(file, 'utf8'));
+    } catch {
+      continue;
+    }
+    if (record?.root !== root || record.builtAtMs !== builtAtMs) continue;
+    if (typeof record.sources !== 'object' || record.sources === null) continue;
     /** @type {Record<string, [number, number]>} */
     const sources = {};
-    for (const [file, pair] of Object.entries(record.sources))
-      if (Array.isArray(pair) && pair.length === 2 && pair.every((n) => typeof n === 'number')) sources[file] = pair;
+    for (const [source, pair] of Object.entries(record.sources))
+      if (Array.isArray(pair) && pair.length === 2 && pair.every((n) => typeof n === 'number')) sources[source] = pair;
     return sources;
-  } catch {
-    return {};
   }
+  return {};
 }
 
-/** Best effort: a package directory this user cannot write (a system-wide install) keeps digesting at each start. */
+/** Best effort, in the first place that takes it: where none does, every start digests the later-dated sources. */
 function recordChecked(/** @type {number} */ builtAtMs, /** @type {Record<string, [number, number]>} */ sources) {
-  const file = path.join(bundleDir, checkedName);
-  const temp = `${file}.${process.pid}.tmp`;
-  try {
-    writeFileSync(temp, JSON.stringify({ builtAtMs, sources }));
-    renameSync(temp, file);
-  } catch {
-    rmSync(temp, { force: true });
+  const text = JSON.stringify({ root, builtAtMs, sources });
+  for (const file of checkedPlaces()) {
+    const temp = `${file}.${process.pid}.tmp`;
+    try {
+      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      writeFileSync(temp, text);
+      renameSync(temp, file);
+      return;
+    } catch {
+      rmSync(temp, { force: true });
+    }
   }
 }
 

@@ -1,6 +1,16 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -363,6 +373,54 @@ describe('bin/postern.mjs', () => {
       expect((await postern(['--version'])).stderr).toBe(bundleRan());
     },
     4 * commandMs,
+  );
+
+  it(
+    "keeps its record in the user's cache where the package directory takes none (a system-wide install)",
+    async () => {
+      const stamp = readStamp();
+      const later = new Date(stamp.builtAtMs + 1_000);
+      const files = Object.keys(stamp.inputs).map((file) => path.join(pkg.root, file));
+      const times = files.map((file) => statSync(file).mtime);
+      const cache = createTempDir('postern-cli-cache-');
+      // Root may write anywhere: a directory where the record would go refuses it the same way.
+      mkdirSync(path.join(pkg.checked, 'taken'), { recursive: true });
+      const withCache = (): Promise<{ stderr: string }> =>
+        run(process.execPath, [pkg.bin, '--version'], {
+          cwd: pkg.root,
+          env: { ...traced, XDG_CACHE_HOME: cache.path },
+          timeout: commandMs,
+        });
+      try {
+        for (const file of files) utimesSync(file, later, later);
+        await ctimesOlderThan(files, checkedMarginMs);
+        expect((await withCache()).stderr).toBe(
+          `postern: running the bundle ${pkg.bundle} (sources read for their content: ${files.length})\n`,
+        );
+        const records = readdirSync(path.join(cache.path, 'postern'));
+        expect(records).toEqual([expect.stringMatching(/^launch-checked-[0-9a-f]{8}\.json$/)]);
+        const record = JSON.parse(readFileSync(path.join(cache.path, 'postern', records[0] as string), 'utf8')) as {
+          root: string;
+          builtAtMs: number;
+          sources: Record<string, unknown>;
+        };
+        expect(record.root).toBe(`${pkg.root}${path.sep}`);
+        expect(record.builtAtMs).toBe(stamp.builtAtMs);
+        expect(Object.keys(record.sources).sort()).toEqual(Object.keys(stamp.inputs).sort());
+        expect((await withCache()).stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+        // Another package root's record (a copy elsewhere whose name hashed the same) is not this one's.
+        writeFileSync(
+          path.join(cache.path, 'postern', records[0] as string),
+          JSON.stringify({ ...record, root: '/elsewhere/' }),
+        );
+        expect((await withCache()).stderr).toContain(`(sources read for their content: ${files.length})`);
+      } finally {
+        files.forEach((file, i) => utimesSync(file, times[i] as Date, times[i] as Date));
+        rmSync(pkg.checked, { recursive: true, force: true });
+        cache.remove();
+      }
+    },
+    2 * commandMs,
   );
 
   it(
