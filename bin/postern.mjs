@@ -35,8 +35,15 @@ const bundleDir = path.join(root, 'dist', 'cli');
  */
 const checkedName = 'checked.json';
 const checkedPlaces = () => {
-  const cache = process.env['XDG_CACHE_HOME'] || path.join(homedir(), '.cache');
-  return [path.join(bundleDir, checkedName), path.join(cache, 'postern', `launch-checked-${fnv1a(root)}.json`)];
+  const beside = path.join(bundleDir, checkedName);
+  let cache;
+  try {
+    cache = process.env['XDG_CACHE_HOME'] || path.join(homedir(), '.cache');
+  } catch {
+    // No home directory to be found (no HOME, no passwd entry): the package's directory only.
+    return [beside];
+  }
+  return [beside, path.join(cache, 'postern', `launch-checked-${fnv1a(root)}.json`)];
 };
 /** A short name for a path (node:crypto costs a start ~5 ms to load); the record holds the root it was made for. */
 const fnv1a = (/** @type {string} */ text) => {
@@ -73,7 +80,8 @@ async function freshBundle() {
   // with its inode and ctime then. A save, a rename over it, a `touch` or `cp -p` (which can set any mtime) all move the
   // ctime, which no program can set, so an unchanged pair means unchanged content. npm dates every file it installs,
   // so in an installed copy this spares every later start a digest of each source (~35 ms here).
-  const checked = readChecked(builtAtMs);
+  /** @type {Record<string, [number, number] | undefined> | undefined} read at the first such source */
+  let checked;
   /** @type {Record<string, [number, number]>} */
   const nextChecked = {};
   let digested = 0;
@@ -91,6 +99,7 @@ async function freshBundle() {
     if (stat.size !== bytes) return { stale: `${file} changed since the build` };
     // Saved since the build started: unchanged only if its content is what the build read.
     if (stat.mtimeMs < builtAtMs) continue;
+    checked ??= readChecked(builtAtMs);
     const was = checked[file];
     if (was === undefined || was[0] !== stat.ino || was[1] !== stat.ctimeMs) {
       if (sha256 === undefined) {
