@@ -159,7 +159,11 @@ function recordChecked(/** @type {number} */ builtAtMs, /** @type {Record<string
       renameSync(temp, file);
       return;
     } catch {
-      rmSync(temp, { force: true });
+      try {
+        rmSync(temp, { force: true });
+      } catch {
+        // A start never fails over its record; a stray temporary file beside it is read by nothing.
+      }
     }
   }
 }

@@ -75,6 +75,15 @@ function readStamp(): CliStamp {
   return JSON.parse(readFileSync(pkg.stamp, 'utf8')) as CliStamp;
 }
 
+/** The stamp's sources (absolute paths), a time one second after the build, and a way to give them their own back. */
+function stampSources(): { stamp: CliStamp; later: Date; files: string[]; restoreTimes(): void } {
+  const stamp = readStamp();
+  const files = Object.keys(stamp.inputs).map((file) => path.join(pkg.root, file));
+  const times = files.map((file) => statSync(file).mtime);
+  const restoreTimes = (): void => files.forEach((file, i) => utimesSync(file, times[i] as Date, times[i] as Date));
+  return { stamp, later: new Date(stamp.builtAtMs + 1_000), files, restoreTimes };
+}
+
 /** bin/postern.mjs's record of the sources whose time is later than the build that a start found unchanged. */
 function readChecked(): { builtAtMs: number; sources: Record<string, [number, number]> } {
   return JSON.parse(readFileSync(pkg.checked, 'utf8')) as {
@@ -328,10 +337,7 @@ describe('bin/postern.mjs', () => {
   it(
     'runs the bundle when sources only got newer times (npm dates every file it installs), tsx when one has other content',
     async () => {
-      const stamp = readStamp();
-      const later = new Date(stamp.builtAtMs + 1_000);
-      const files = Object.keys(stamp.inputs).map((file) => path.join(pkg.root, file));
-      const times = files.map((file) => statSync(file).mtime);
+      const { stamp, later, files, restoreTimes } = stampSources();
       const edited = path.join(pkg.root, 'broker', 'cli', 'program.ts');
       const original = readFileSync(edited);
       const bundleRan = (read = 0): string =>
@@ -367,7 +373,7 @@ describe('bin/postern.mjs', () => {
         expect((await postern(['--version'])).stderr).toBe(bundleRan(1));
       } finally {
         writeFileSync(edited, original);
-        files.forEach((file, i) => utimesSync(file, times[i] as Date, times[i] as Date));
+        restoreTimes();
         rmSync(pkg.checked, { force: true });
       }
       expect((await postern(['--version'])).stderr).toBe(bundleRan());
@@ -378,10 +384,7 @@ describe('bin/postern.mjs', () => {
   it(
     "keeps its record in the user's cache where the package directory takes none (a system-wide install)",
     async () => {
-      const stamp = readStamp();
-      const later = new Date(stamp.builtAtMs + 1_000);
-      const files = Object.keys(stamp.inputs).map((file) => path.join(pkg.root, file));
-      const times = files.map((file) => statSync(file).mtime);
+      const { stamp, later, files, restoreTimes } = stampSources();
       const cache = createTempDir('postern-cli-cache-');
       // Root may write anywhere: a directory where the record would go refuses it the same way.
       mkdirSync(path.join(pkg.checked, 'taken'), { recursive: true });
@@ -415,7 +418,7 @@ describe('bin/postern.mjs', () => {
         );
         expect((await withCache()).stderr).toContain(`(sources read for their content: ${files.length})`);
       } finally {
-        files.forEach((file, i) => utimesSync(file, times[i] as Date, times[i] as Date));
+        restoreTimes();
         rmSync(pkg.checked, { recursive: true, force: true });
         cache.remove();
       }
