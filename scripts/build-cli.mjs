@@ -5,6 +5,8 @@
 // slow `postern mcp`). ESM for node20. A few pure-JavaScript packages are built in (zod, yaml, commander, the MCP SDK,
 // and what they import: scripts/inline-packages-plugin.mjs says which and why); every other npm package stays
 // external: native addons (better-sqlite3, postern-peercred, ssh2's cpu-features), libsodium's wasm, pino, undici.
+// zod and yaml are built in as one classic script beside the chunks, which node:vm runs with a V8 code cache that this
+// build writes by running `config pending` once (scripts/vendor-script-plugin.mjs, broker/cli/vendor-script.ts).
 //
 // Beside the bundle, stamp.json lists every source file of Postern's esbuild read (paths relative to the package
 // root, with their sizes and content digests), the version of each npm package built in, and the time the build
@@ -27,8 +29,10 @@ import {
   inlinedPackages,
   inlinePackagesPlugin,
   installedPackageDir,
+  packageOf,
   requireBanner,
 } from './inline-packages-plugin.mjs';
+import { buildVendorScript, vendorNamespace, vendorShimPlugin, warmVendorCache } from './vendor-script-plugin.mjs';
 import { writerWorkerPlugin } from './writer-worker-plugin.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -91,9 +95,19 @@ export async function buildCli(options = {}) {
   const builtAtMs = Date.now();
   /** @type {Record<string, { bytes: number }>} */
   let writerInputs = {};
+  // zod and yaml: a classic script with a code cache, which the bundle's modules import through shims (first, so the
+  // shims take those specifiers before they are built in as modules).
+  const vendor = await buildVendorScript(root, path.join(outdir, chunkDirName), {
+    minifyWhitespace: nodeBundleOptions.minifyWhitespace,
+    minifySyntax: nodeBundleOptions.minifySyntax,
+  });
   const result = await build({
     ...nodeBundleOptions,
-    plugins: [writerWorkerPlugin((inputs) => (writerInputs = inputs)), inlinePackagesPlugin(inlinedPackages)],
+    plugins: [
+      vendorShimPlugin(root, vendor),
+      writerWorkerPlugin((inputs) => (writerInputs = inputs)),
+      inlinePackagesPlugin(inlinedPackages),
+    ],
     entryPoints: { main: path.join(root, 'broker', 'cli', 'main.ts') },
     outdir,
     // Code behind a dynamic import() goes into its own chunk with its own imports, so `postern mcp` or
@@ -117,7 +131,9 @@ export async function buildCli(options = {}) {
   // are the files' on disk, which bin/postern.mjs compares: a module a plugin replaced (writer-worker-source.ts) is
   // recorded by esbuild with the size of what replaced it. An npm package built in counts by its version, not file by
   // file (where npm puts it at an install is npm's choice).
-  for (const file of Object.keys({ ...writerInputs, ...result.metafile.inputs })) {
+  for (const file of [...new Set([...Object.keys({ ...writerInputs, ...result.metafile.inputs }), ...vendor.inputs])]) {
+    // The shims are modules of the plugin's, not files.
+    if (file.startsWith(`${vendorNamespace}:`)) continue;
     const packageDir = installedPackageDir(file);
     if (packageDir !== undefined) {
       // A package built in: its version, read from where esbuild found it (a linked node_modules included).
@@ -149,7 +165,14 @@ export async function buildCli(options = {}) {
     const imports = meta.imports
       .filter((entry) => entry.kind === 'import-statement')
       .map((entry) => (entry.external === true ? entry.path : fromOutdir(entry.path)));
-    const held = new Set(Object.keys(meta.inputs).flatMap((file) => installedPackageDir(file) ?? []));
+    // A shim counts as its package held: what loads it loads the vendor script.
+    const held = new Set(
+      Object.keys(meta.inputs).flatMap((file) =>
+        file.startsWith(`${vendorNamespace}:`)
+          ? `node_modules/${packageOf(file.slice(vendorNamespace.length + 1))}`
+          : (installedPackageDir(file) ?? []),
+      ),
+    );
     bundleMap[fromOutdir(output)] = { imports: [...new Set(imports)].sort(), packages: [...held].sort() };
   }
 
@@ -163,14 +186,23 @@ export async function buildCli(options = {}) {
   const outputs = [...result.outputFiles].sort(
     (a, b) => Number(path.basename(a.path).startsWith('main.')) - Number(path.basename(b.path).startsWith('main.')),
   );
+  const vendorFile = path.join(outdir, chunkDirName, vendor.name);
+  replaceFile(vendorFile, vendor.code);
+  replaceFile(`${vendorFile}.map`, vendor.map);
   for (const output of outputs) replaceFile(output.path, output.contents);
   replaceFile(path.join(outdir, bundleMapName), `${JSON.stringify(bundleMap, null, 1)}\n`);
   replaceFile(stampPath, `${JSON.stringify(stamp, null, 1)}\n`);
   // Chunks no current output names are an earlier build's: gone once the new stamp stands.
   const current = new Set(outputs.map((output) => path.basename(output.path)));
+  current.add(vendor.name).add(`${vendor.name}.map`);
+  // The script's code caches, one per V8 that ran it (broker/cli/vendor-script.ts), stay with it.
+  const isCurrentCache = (/** @type {string} */ name) => name.startsWith(`${vendor.name}.`) && name.endsWith('.cache');
   for (const name of readdirSync(path.join(outdir, chunkDirName))) {
-    if (!current.has(name)) rmSync(path.join(outdir, chunkDirName, name), { force: true });
+    if (!current.has(name) && !isCurrentCache(name)) rmSync(path.join(outdir, chunkDirName, name), { force: true });
   }
+  const uncached = warmVendorCache(path.join(outdir, bundleName), vendorFile);
+  if (uncached !== undefined)
+    process.stderr.write(`build-cli: no code cache for ${vendor.name} (${uncached}): the first start writes it\n`);
   return stamp;
 }
 

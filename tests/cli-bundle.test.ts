@@ -75,6 +75,43 @@ function readStamp(): CliStamp {
   return JSON.parse(readFileSync(pkg.stamp, 'utf8')) as CliStamp;
 }
 
+/** Each output of the bundle's chunks (the vendor script included) with the sources its map names. */
+function bundledSources(): { output: string; sources: string[] }[] {
+  const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
+  return readdirSync(chunkDir)
+    .filter((name) => name.endsWith('.map'))
+    .map((name) => ({
+      output: name.slice(0, -'.map'.length),
+      sources: (JSON.parse(readFileSync(path.join(chunkDir, name), 'utf8')) as { sources: string[] }).sources,
+    }));
+}
+
+/** The classic script that holds zod and yaml (scripts/vendor-script-plugin.mjs). */
+function vendorScript(): string {
+  const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
+  const found = readdirSync(chunkDir).filter((name) => /^vendor-[0-9a-f]+\.js$/.test(name));
+  if (found.length !== 1) throw new Error(`${found.length} vendor scripts in ${chunkDir}`);
+  return path.join(chunkDir, found[0] as string);
+}
+
+/** A configuration whose route's base_url is a number: zod's own message says so. */
+const wrongTypeConfig = ['version: 1', 'routes:', '  - name: docs', '    base_url: 5', '    credential: t', ''].join(
+  '\n',
+);
+const wrongTypeMessage = 'routes[0].base_url: Invalid input: expected string, received number';
+
+/** `postern config pending` run from the bundle itself. */
+function configPending(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ stdout: string; stderr: string }> {
+  return run(process.execPath, [pkg.bundle, 'config', 'pending', '--data-dir', dataDir], {
+    cwd: pkg.root,
+    env,
+    timeout: commandMs,
+  });
+}
+
 /** The stamp's sources (absolute paths), a time one second after the build, and a way to give them their own back. */
 function stampSources(): { stamp: CliStamp; later: Date; files: string[]; restoreTimes(): void } {
   const stamp = readStamp();
@@ -258,32 +295,88 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
   });
 
   it("carries zod's English messages and none of its other locales, and a configuration error still reads in English", async () => {
-    // The sources each output was built from (its source map): zod's locales index names `en` alone in the bundle
-    // (scripts/inline-packages-plugin.mjs, zodLocalesIndex).
-    const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
-    const sources = readdirSync(chunkDir)
-      .filter((name) => name.endsWith('.mjs.map'))
-      .flatMap(
-        (name) => (JSON.parse(readFileSync(path.join(chunkDir, name), 'utf8')) as { sources: string[] }).sources,
-      );
-    const locales = sources.filter((source) => /node_modules\/zod\/v4\/locales\//.test(source));
+    // The sources each output was built from (its source map, the vendor script's included): zod's locales index names
+    // `en` alone in the bundle (scripts/inline-packages-plugin.mjs, zodLocalesIndex).
+    const locales = bundledSources()
+      .flatMap(({ sources }) => sources)
+      .filter((source) => /node_modules\/zod\/v4\/locales\//.test(source));
     expect(locales.map((source) => path.basename(source)).sort()).toEqual(['en.js', 'index.js']);
-    expect(sources.some((source) => source.endsWith('node_modules/zod/v4/classic/schemas.js'))).toBe(true);
     // zod's own message for a field of the wrong type, as `postern config pending` prints it from the bundle.
     const data = createTempDir('postern-cli-zod-');
     try {
-      const config = ['version: 1', 'routes:', '  - name: docs', '    base_url: 5', '    credential: t', ''];
-      writeFileSync(path.join(data.path, 'postern.yaml'), config.join('\n'), { mode: 0o600 });
-      await expect(
-        run(process.execPath, [pkg.bundle, 'config', 'pending', '--data-dir', data.path], {
-          cwd: pkg.root,
-          timeout: commandMs,
-        }),
-      ).rejects.toMatchObject({
+      writeFileSync(path.join(data.path, 'postern.yaml'), wrongTypeConfig, { mode: 0o600 });
+      await expect(configPending(data.path)).rejects.toMatchObject({
         code: 1,
-        stderr: expect.stringContaining('routes[0].base_url: Invalid input: expected string, received number'),
+        stderr: expect.stringContaining(wrongTypeMessage),
       });
     } finally {
+      data.remove();
+    }
+  });
+
+  it('holds zod 4 and yaml once, in a script named after its content, without zod 3', () => {
+    const bundled = bundledSources();
+    const held = (file: string, pattern: RegExp): boolean =>
+      bundled.some(({ output, sources }) => output === file && sources.some((source) => pattern.test(source)));
+    const script = vendorScript();
+    const outputs = bundled.map(({ output }) => output);
+    for (const pattern of [
+      /node_modules\/zod\/v4\/classic\/schemas\.js$/,
+      /node_modules\/zod\/v4\/core\//,
+      /node_modules\/yaml\//,
+    ]) {
+      expect(held(path.basename(script), pattern), String(pattern)).toBe(true);
+      // No module of the bundle carries a second copy: zod's classes are one, whichever specifier imported them.
+      for (const output of outputs.filter((name) => name !== path.basename(script)))
+        expect(held(output, pattern), `${output} holds ${String(pattern)}`).toBe(false);
+    }
+    // zod 3's own implementation (which the MCP SDK names, and its bundled code never calls) is no start's to read.
+    expect(held(path.basename(script), /node_modules\/zod\/v3\//)).toBe(false);
+    // The name carries the digest of the code (the line naming its map aside): V8 checks a code cache against its
+    // source's length only, so a changed script must never meet an old cache.
+    const code = readFileSync(script, 'utf8').replace(/\/\/# sourceMappingURL=[^\n]*\n$/, '');
+    const digest = createHash('sha256').update(code).digest('hex').slice(0, 16);
+    expect(path.basename(script)).toBe(`vendor-${digest}.js`);
+  });
+
+  it("loads zod and yaml with the build's code cache; a refused or missing cache is written at exit; one that cannot be written fails nothing", async () => {
+    // Named after the V8 that wrote it (this one: the build's run of the bundle is this node's).
+    const cache = `${vendorScript()}.${process.versions.v8}-${process.arch}.cache`;
+    const built = readFileSync(cache);
+    const data = createTempDir('postern-cli-cache-');
+    /** A traced `config pending` on a configuration zod rejects: its message, and what the start did with the cache. */
+    const traceOf = async (): Promise<string> => {
+      const failed = await configPending(data.path, traced).then(
+        () => undefined,
+        (error: unknown) => error as { stderr: string },
+      );
+      expect(failed?.stderr).toContain(wrongTypeMessage);
+      return /code cache [^\n]*/.exec(failed?.stderr ?? '')?.[0] ?? 'no trace of the code cache';
+    };
+    try {
+      writeFileSync(path.join(data.path, 'postern.yaml'), wrongTypeConfig, { mode: 0o600 });
+      expect(await traceOf()).toBe('code cache accepted');
+      expect(readFileSync(cache).equals(built)).toBe(true);
+      // A cache V8 refuses (here bytes of no V8's; in life, one another node wrote): the script compiles, and the
+      // process writes a cache of its own at exit.
+      writeFileSync(cache, Buffer.alloc(built.length, 7));
+      expect(await traceOf()).toBe('code cache rejected, written at exit');
+      expect(readFileSync(cache).equals(Buffer.alloc(built.length, 7))).toBe(false);
+      expect(await traceOf()).toBe('code cache accepted');
+      rmSync(cache);
+      expect(await traceOf()).toBe('code cache missing, written at exit');
+      expect(await traceOf()).toBe('code cache accepted');
+      // Where the cache cannot be written (here its place is a directory; in life, a package that is not the user's),
+      // the command still answers, and the next start compiles again.
+      rmSync(cache);
+      mkdirSync(cache);
+      const failed = await configPending(data.path, traced).catch((error: unknown) => error as { stderr: string });
+      expect(failed.stderr).toContain(wrongTypeMessage);
+      expect(failed.stderr).toMatch(/code cache vendor-[0-9a-f]{16}\.js\.[^ ]+\.cache was not written: E[A-Z]+/);
+      expect(readdirSync(path.dirname(cache)).filter((name) => name.includes('.tmp'))).toEqual([]);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+      writeFileSync(cache, built);
       data.remove();
     }
   });

@@ -55,6 +55,7 @@ async function copyPackage(dir: TempDir, options: { bundle: boolean; installed?:
     'scripts/build-cli.mjs',
     'scripts/writer-worker-plugin.mjs',
     'scripts/inline-packages-plugin.mjs',
+    'scripts/vendor-script-plugin.mjs',
   ]) {
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
     copyFileSync(path.join(repoRoot, file), path.join(root, file));
