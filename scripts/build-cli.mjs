@@ -5,8 +5,8 @@
 // slow `postern mcp`). ESM for node20. A few pure-JavaScript packages are built in (zod, yaml, commander, the MCP SDK,
 // and what they import: scripts/inline-packages-plugin.mjs says which and why); every other npm package stays
 // external: native addons (better-sqlite3, postern-peercred, ssh2's cpu-features), libsodium's wasm, pino, undici.
-// zod and yaml are built in as one classic script beside the chunks, which node:vm runs with a V8 code cache that this
-// build writes by running `config pending` once (scripts/vendor-script-plugin.mjs, broker/cli/vendor-script.ts).
+// zod and yaml, and commander, are built in as classic scripts beside the chunks, which node:vm runs with a V8 code cache
+// that this build writes by running `config pending` once (scripts/vendor-script-plugin.mjs, broker/cli/vendor-script.ts).
 //
 // Beside the bundle, stamp.json lists every source file of Postern's esbuild read (paths relative to the package
 // root, with their sizes and content digests), the version of each npm package built in, and the time the build
@@ -32,7 +32,13 @@ import {
   packageOf,
   requireBanner,
 } from './inline-packages-plugin.mjs';
-import { buildVendorScript, vendorNamespace, vendorShimPlugin, warmVendorCache } from './vendor-script-plugin.mjs';
+import {
+  buildVendorScript,
+  vendorGroups,
+  vendorNamespace,
+  vendorShimPlugin,
+  warmVendorCaches,
+} from './vendor-script-plugin.mjs';
 import { writerWorkerPlugin } from './writer-worker-plugin.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -95,16 +101,16 @@ export async function buildCli(options = {}) {
   const builtAtMs = Date.now();
   /** @type {Record<string, { bytes: number }>} */
   let writerInputs = {};
-  // zod and yaml: a classic script with a code cache, which the bundle's modules import through shims (first, so the
-  // shims take those specifiers before they are built in as modules).
-  const vendor = await buildVendorScript(root, path.join(outdir, chunkDirName), {
-    minifyWhitespace: nodeBundleOptions.minifyWhitespace,
-    minifySyntax: nodeBundleOptions.minifySyntax,
-  });
+  // zod and yaml, and commander: classic scripts with a code cache, which the bundle's modules import through shims
+  // (first, so the shims take those specifiers before they are built in as modules).
+  const minify = { minifyWhitespace: nodeBundleOptions.minifyWhitespace, minifySyntax: nodeBundleOptions.minifySyntax };
+  const vendors = await Promise.all(
+    vendorGroups.map((group) => buildVendorScript(root, path.join(outdir, chunkDirName), minify, group)),
+  );
   const result = await build({
     ...nodeBundleOptions,
     plugins: [
-      vendorShimPlugin(root, vendor),
+      vendorShimPlugin(root, vendors),
       writerWorkerPlugin((inputs) => (writerInputs = inputs)),
       inlinePackagesPlugin(inlinedPackages),
     ],
@@ -131,7 +137,12 @@ export async function buildCli(options = {}) {
   // are the files' on disk, which bin/postern.mjs compares: a module a plugin replaced (writer-worker-source.ts) is
   // recorded by esbuild with the size of what replaced it. An npm package built in counts by its version, not file by
   // file (where npm puts it at an install is npm's choice).
-  for (const file of [...new Set([...Object.keys({ ...writerInputs, ...result.metafile.inputs }), ...vendor.inputs])]) {
+  for (const file of [
+    ...new Set([
+      ...Object.keys({ ...writerInputs, ...result.metafile.inputs }),
+      ...vendors.flatMap((vendor) => vendor.inputs),
+    ]),
+  ]) {
     // The shims are modules of the plugin's, not files.
     if (file.startsWith(`${vendorNamespace}:`)) continue;
     const packageDir = installedPackageDir(file);
@@ -186,23 +197,28 @@ export async function buildCli(options = {}) {
   const outputs = [...result.outputFiles].sort(
     (a, b) => Number(path.basename(a.path).startsWith('main.')) - Number(path.basename(b.path).startsWith('main.')),
   );
-  const vendorFile = path.join(outdir, chunkDirName, vendor.name);
-  replaceFile(vendorFile, vendor.code);
-  replaceFile(`${vendorFile}.map`, vendor.map);
+  const vendorFiles = [];
+  for (const vendor of vendors) {
+    const file = path.join(outdir, chunkDirName, vendor.name);
+    replaceFile(file, vendor.code);
+    replaceFile(`${file}.map`, vendor.map);
+    vendorFiles.push(file);
+  }
   for (const output of outputs) replaceFile(output.path, output.contents);
   replaceFile(path.join(outdir, bundleMapName), `${JSON.stringify(bundleMap, null, 1)}\n`);
   replaceFile(stampPath, `${JSON.stringify(stamp, null, 1)}\n`);
   // Chunks no current output names are an earlier build's: gone once the new stamp stands.
   const current = new Set(outputs.map((output) => path.basename(output.path)));
-  current.add(vendor.name).add(`${vendor.name}.map`);
-  // The script's code caches, one per V8 that ran it (broker/cli/vendor-script.ts), stay with it.
-  const isCurrentCache = (/** @type {string} */ name) => name.startsWith(`${vendor.name}.`) && name.endsWith('.cache');
+  for (const vendor of vendors) current.add(vendor.name).add(`${vendor.name}.map`);
+  // A script's code caches, one per V8 that ran it (broker/cli/vendor-script.ts), stay with it.
+  const isCurrentCache = (/** @type {string} */ name) =>
+    name.endsWith('.cache') && vendors.some((vendor) => name.startsWith(`${vendor.name}.`));
   for (const name of readdirSync(path.join(outdir, chunkDirName))) {
     if (!current.has(name) && !isCurrentCache(name)) rmSync(path.join(outdir, chunkDirName, name), { force: true });
   }
-  const uncached = warmVendorCache(path.join(outdir, bundleName), vendorFile);
+  const uncached = warmVendorCaches(path.join(outdir, bundleName), vendorFiles);
   if (uncached !== undefined)
-    process.stderr.write(`build-cli: no code cache for ${vendor.name} (${uncached}): the first start writes it\n`);
+    process.stderr.write(`build-cli: no code cache (${uncached}): the first start writes it\n`);
   return stamp;
 }
 

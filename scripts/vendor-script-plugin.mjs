@@ -1,10 +1,11 @@
 // @ts-check
-// zod and yaml in the CLI bundle (scripts/build-cli.mjs) as one classic script with a V8 code cache, instead of ES
-// modules: node 20 caches no compiled code for ES modules, and compiling zod and yaml's ~660 KB costs every start that
-// loads them ~15-20 ms of a 2-vCPU VM (`postern config pending`, issue 18's cold start under 300 ms). broker/cli/
-// vendor-script.ts runs the script through node:vm with the cache; each specifier Postern or a package built in imports
-// (`zod`, `zod/v4`, `yaml`…) becomes a small shim module of the bundle that names that module's exports, read from
-// the script's. The script holds one copy of each package: zod's classes are the same whichever specifier imported them.
+// Pure-JavaScript packages of the CLI bundle (scripts/build-cli.mjs) as classic scripts with a V8 code cache, instead of
+// ES modules: node 20 caches no compiled code for ES modules, and compiling zod and yaml's ~500 KB costs every start that
+// loads them ~15-20 ms of a 2-vCPU VM (`postern config pending`, issue 18's cold start under 300 ms), commander's ~57 KB
+// every command ~4 ms. broker/cli/vendor-script.ts runs a script through node:vm with its cache; each specifier Postern
+// or a package built in imports (`zod`, `zod/v4`, `yaml`, `commander`) becomes a small shim module of the bundle that
+// names that module's exports, read from the script's. A script holds one copy of each of its packages: zod's classes
+// are the same whichever specifier imported them.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,19 +16,32 @@ import { Script } from 'node:vm';
 import { build } from 'esbuild';
 import { inlinePackagesPlugin, installedPackageDir, packageOf } from './inline-packages-plugin.mjs';
 
-/** The packages in the script, and every specifier of theirs the bundle may import (another one fails the build). */
-export const vendorPackages = Object.freeze(['zod', 'yaml']);
-export const vendorSpecifiers = Object.freeze(['zod', 'zod/v4', 'zod/v4-mini', 'zod/v4/core', 'yaml']);
+/**
+ * @typedef {{ group: string; packages: readonly string[]; specifiers: readonly string[] }} VendorGroup
+ *   group: the script's name before its digest
+ *   packages: the packages in the script (what they import from other packages is built in too)
+ *   specifiers: every specifier of theirs the bundle may import (another one fails the build)
+ */
+
+/**
+ * The scripts, each what one kind of command loads: a command that parses no configuration (`mcp`, `--help`, an
+ * operator command) reads none of zod's bytes.
+ * @type {readonly VendorGroup[]}
+ */
+export const vendorGroups = Object.freeze([
+  { group: 'schemas', packages: ['zod', 'yaml'], specifiers: ['zod', 'zod/v4', 'zod/v4-mini', 'zod/v4/core', 'yaml'] },
+  { group: 'commander', packages: ['commander'], specifiers: ['commander'] },
+]);
 /**
  * Specifiers left to the bundle's modules: zod 3's own implementation (~85 KB, which shares nothing with zod 4's), which
- * only the MCP SDK and zod-to-json-schema import, in the daemon. Every start that loads zod would read it otherwise.
+ * only the MCP SDK and zod-to-json-schema name, in the daemon. Every start that loads zod would read it otherwise.
  */
 export const moduleSpecifiers = Object.freeze(['zod/v3']);
 
 /** The esbuild namespace of the shims: a bundle map names a shim's input `postern-vendor:<specifier>`. */
 export const vendorNamespace = 'postern-vendor';
 
-/** The script's wrapper: a function expression, so running the script returns it (broker/cli/vendor-script.ts). */
+/** A script's wrapper: a function expression, so running the script returns it (broker/cli/vendor-script.ts). */
 const wrapperStart = "(function (module, exports, require) {'use strict';";
 const wrapperEnd = '})';
 
@@ -39,36 +53,37 @@ const wrapperEnd = '})';
  *   exportNames: Record<string, string[]>;
  *   inputs: string[];
  * }} VendorScript
- *   name: `vendor-<first 16 hex of the code's sha256>.js`, so a changed script never meets an old cache (V8 checks a
- *     cache against its source's length only)
+ *   name: `vendor-<group>-<first 16 hex of the code's sha256>.js`, so a changed script never meets an old cache (V8
+ *     checks a cache against its source's length only)
  *   exportNames: specifier → the names its module exports
  *   inputs: the packages' files esbuild read (relative to the package root; not the entry it was given)
  */
 
 /**
- * Builds the script from what is installed under `root`, and runs it once to list each specifier's exports.
+ * Builds one group's script from what is installed under `root`, and runs it once to list each specifier's exports.
  * @param {string} root the package root
  * @param {string} dir where the script goes (its source map names the sources relative to it)
  * @param {import('esbuild').BuildOptions} minify the bundle's minify options
+ * @param {VendorGroup} group
  * @returns {Promise<VendorScript>}
  */
-export async function buildVendorScript(root, dir, minify) {
+export async function buildVendorScript(root, dir, minify, { group, packages, specifiers }) {
   const entry = [
-    ...vendorSpecifiers.map((specifier, i) => `import * as m${i} from ${JSON.stringify(specifier)};`),
-    `export const modules = { ${vendorSpecifiers.map((specifier, i) => `${JSON.stringify(specifier)}: m${i}`).join(', ')} };`,
+    ...specifiers.map((specifier, i) => `import * as m${i} from ${JSON.stringify(specifier)};`),
+    `export const modules = { ${specifiers.map((specifier, i) => `${JSON.stringify(specifier)}: m${i}`).join(', ')} };`,
   ].join('\n');
   const result = await build({
     ...minify,
     absWorkingDir: root,
-    stdin: { contents: entry, resolveDir: root, sourcefile: 'postern-vendor-entry.js', loader: 'js' },
+    stdin: { contents: entry, resolveDir: root, sourcefile: `postern-vendor-${group}.js`, loader: 'js' },
     bundle: true,
     platform: 'node',
     format: 'cjs',
     target: 'node20',
-    plugins: [inlinePackagesPlugin(vendorPackages)],
+    plugins: [inlinePackagesPlugin(packages)],
     banner: { js: wrapperStart },
     footer: { js: wrapperEnd },
-    outfile: path.join(dir, 'vendor.js'),
+    outfile: path.join(dir, `vendor-${group}.js`),
     sourcemap: 'external',
     metafile: true,
     write: false,
@@ -76,12 +91,12 @@ export async function buildVendorScript(root, dir, minify) {
   });
   const code = result.outputFiles.find((file) => file.path.endsWith('.js'))?.text;
   const map = result.outputFiles.find((file) => file.path.endsWith('.js.map'))?.text;
-  if (code === undefined || map === undefined) throw new Error('esbuild produced no vendor script');
-  const name = `vendor-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.js`;
+  if (code === undefined || map === undefined) throw new Error(`esbuild produced no vendor script for ${group}`);
+  const name = `vendor-${group}-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.js`;
   const modules = runVendorScript(code, path.join(dir, name));
   /** @type {Record<string, string[]>} */
   const exportNames = {};
-  for (const specifier of vendorSpecifiers) exportNames[specifier] = Object.keys(modules[specifier] ?? {}).sort();
+  for (const specifier of specifiers) exportNames[specifier] = Object.keys(modules[specifier] ?? {}).sort();
   return {
     name,
     code: `${code}//# sourceMappingURL=${name}.map\n`,
@@ -101,30 +116,36 @@ function runVendorScript(/** @type {string} */ code, /** @type {string} */ file)
 }
 
 /**
- * The shims: each specifier of the script's packages resolves to a module that reads its exports from the script.
+ * The shims: each specifier of a script's packages resolves to a module that reads its exports from that script.
  * @param {string} root the package root (where broker/cli/vendor-script.ts is)
- * @param {VendorScript} vendor
+ * @param {readonly VendorScript[]} scripts
  * @returns {import('esbuild').Plugin}
  */
-export const vendorShimPlugin = (root, vendor) => ({
+export const vendorShimPlugin = (root, scripts) => ({
   name: 'postern-vendor-shims',
   setup(pluginBuild) {
     const loader = path.join(root, 'broker', 'cli', 'vendor-script.ts');
-    const packages = new Set(vendorPackages);
+    /** @type {Map<string, VendorScript>} */
+    const bySpecifier = new Map();
+    for (const script of scripts)
+      for (const specifier of Object.keys(script.exportNames)) bySpecifier.set(specifier, script);
+    const packages = new Set([...bySpecifier.keys()].map(packageOf));
     pluginBuild.onResolve({ filter: /^[^./]/ }, (args) => {
       if (!packages.has(packageOf(args.path)) || moduleSpecifiers.includes(args.path)) return undefined;
-      if (!Object.hasOwn(vendor.exportNames, args.path)) {
-        const text = `${args.path} (imported by ${args.importer}) is not in the vendor script: add it to vendorSpecifiers in scripts/vendor-script-plugin.mjs`;
+      if (!bySpecifier.has(args.path)) {
+        const text = `${args.path} (imported by ${args.importer}) is in no vendor script: add it to vendorGroups in scripts/vendor-script-plugin.mjs`;
         return { errors: [{ text }] };
       }
       return { path: args.path, namespace: vendorNamespace };
     });
     pluginBuild.onLoad({ filter: /.*/, namespace: vendorNamespace }, (args) => {
-      const names = vendor.exportNames[args.path] ?? [];
+      const script = bySpecifier.get(args.path);
+      if (script === undefined) return { errors: [{ text: `no vendor script holds ${args.path}` }] };
+      const names = script.exportNames[args.path] ?? [];
       // Reserved words are export names here (zod's `enum`, `null`, `function`): each is bound to a plain local first.
       const contents = [
         `import { vendorExports, vendorScriptPath } from ${JSON.stringify(loader)};`,
-        `const m = vendorExports(vendorScriptPath(import.meta.url, ${JSON.stringify(vendor.name)}))[${JSON.stringify(args.path)}];`,
+        `const m = vendorExports(vendorScriptPath(import.meta.url, ${JSON.stringify(script.name)}))[${JSON.stringify(args.path)}];`,
         ...names.map((exported, i) => `const v${i} = m[${JSON.stringify(exported)}];`),
         `export { ${names.map((exported, i) => `v${i} as ${exported}`).join(', ')} };`,
       ].join('\n');
@@ -146,14 +167,14 @@ const warmConfig = [
 ].join('\n');
 
 /**
- * The script's code cache, from a run of `postern config pending` on a configuration (the bundle writes it at exit, with
- * the functions that run compiled, named after this node's V8: broker/cli/vendor-script.ts). Best effort: where the run
- * fails, the first start that loads the script writes it.
+ * The scripts' code caches, from a run of `postern config pending` on a configuration, which loads every script (the
+ * bundle writes each cache at exit, with the functions that run compiled, named after this node's V8:
+ * broker/cli/vendor-script.ts). Best effort: where the run fails, the first start that loads a script writes its cache.
  * @param {string} bundle the bundle's entry
- * @param {string} scriptFile the vendor script
- * @returns {string | undefined} why no cache was written, or undefined
+ * @param {readonly string[]} scriptFiles the vendor scripts
+ * @returns {string | undefined} why a cache was not written, or undefined
  */
-export function warmVendorCache(bundle, scriptFile) {
+export function warmVendorCaches(bundle, scriptFiles) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'postern-vendor-warm-'));
   try {
     writeFileSync(path.join(dataDir, 'postern.yaml'), warmConfig, { mode: 0o600 });
@@ -165,8 +186,13 @@ export function warmVendorCache(bundle, scriptFile) {
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const cached = readdirSync(path.dirname(scriptFile)).some(
-    (name) => name.startsWith(`${path.basename(scriptFile)}.`) && name.endsWith('.cache'),
+  const uncached = scriptFiles.filter(
+    (file) =>
+      !readdirSync(path.dirname(file)).some(
+        (name) => name.startsWith(`${path.basename(file)}.`) && name.endsWith('.cache'),
+      ),
   );
-  return cached ? undefined : 'config pending wrote none';
+  return uncached.length === 0
+    ? undefined
+    : `config pending wrote none for ${uncached.map((file) => path.basename(file)).join(', ')}`;
 }

@@ -86,11 +86,11 @@ function bundledSources(): { output: string; sources: string[] }[] {
     }));
 }
 
-/** The classic script that holds zod and yaml (scripts/vendor-script-plugin.mjs). */
-function vendorScript(): string {
+/** A classic script of the bundle's (scripts/vendor-script-plugin.mjs): `schemas` (zod and yaml) or `commander`. */
+function vendorScript(group: string): string {
   const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
-  const found = readdirSync(chunkDir).filter((name) => /^vendor-[0-9a-f]+\.js$/.test(name));
-  if (found.length !== 1) throw new Error(`${found.length} vendor scripts in ${chunkDir}`);
+  const found = readdirSync(chunkDir).filter((name) => new RegExp(`^vendor-${group}-[0-9a-f]+\\.js$`).test(name));
+  if (found.length !== 1) throw new Error(`${found.length} ${group} scripts in ${chunkDir}`);
   return path.join(chunkDir, found[0] as string);
 }
 
@@ -314,34 +314,39 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     }
   });
 
-  it('holds zod 4 and yaml once, in a script named after its content, without zod 3', () => {
+  it('holds zod 4 and yaml, and commander, once each, in scripts named after their content, without zod 3', () => {
     const bundled = bundledSources();
     const held = (file: string, pattern: RegExp): boolean =>
       bundled.some(({ output, sources }) => output === file && sources.some((source) => pattern.test(source)));
-    const script = vendorScript();
     const outputs = bundled.map(({ output }) => output);
-    for (const pattern of [
-      /node_modules\/zod\/v4\/classic\/schemas\.js$/,
-      /node_modules\/zod\/v4\/core\//,
-      /node_modules\/yaml\//,
-    ]) {
-      expect(held(path.basename(script), pattern), String(pattern)).toBe(true);
-      // No module of the bundle carries a second copy: zod's classes are one, whichever specifier imported them.
-      for (const output of outputs.filter((name) => name !== path.basename(script)))
-        expect(held(output, pattern), `${output} holds ${String(pattern)}`).toBe(false);
+    for (const [group, patterns] of [
+      [
+        'schemas',
+        [/node_modules\/zod\/v4\/classic\/schemas\.js$/, /node_modules\/zod\/v4\/core\//, /node_modules\/yaml\//],
+      ],
+      ['commander', [/node_modules\/commander\/lib\/command\.js$/]],
+    ] as const) {
+      const script = path.basename(vendorScript(group));
+      for (const pattern of patterns) {
+        expect(held(script, pattern), `${script} holds ${String(pattern)}`).toBe(true);
+        // No other output carries a second copy: zod's classes are one, whichever specifier imported them.
+        for (const output of outputs.filter((name) => name !== script))
+          expect(held(output, pattern), `${output} holds ${String(pattern)}`).toBe(false);
+      }
+      // The name carries the digest of the code (the line naming its map aside): V8 checks a code cache against its
+      // source's length only, so a changed script must never meet an old cache.
+      const code = readFileSync(vendorScript(group), 'utf8').replace(/\/\/# sourceMappingURL=[^\n]*\n$/, '');
+      const digest = createHash('sha256').update(code).digest('hex').slice(0, 16);
+      expect(script).toBe(`vendor-${group}-${digest}.js`);
     }
     // zod 3's own implementation (which the MCP SDK names, and its bundled code never calls) is no start's to read.
-    expect(held(path.basename(script), /node_modules\/zod\/v3\//)).toBe(false);
-    // The name carries the digest of the code (the line naming its map aside): V8 checks a code cache against its
-    // source's length only, so a changed script must never meet an old cache.
-    const code = readFileSync(script, 'utf8').replace(/\/\/# sourceMappingURL=[^\n]*\n$/, '');
-    const digest = createHash('sha256').update(code).digest('hex').slice(0, 16);
-    expect(path.basename(script)).toBe(`vendor-${digest}.js`);
+    expect(outputs.some((output) => held(output, /node_modules\/zod\/v3\//))).toBe(false);
   });
 
   it("loads zod and yaml with the build's code cache; a refused or missing cache is written at exit; one that cannot be written fails nothing", async () => {
     // Named after the V8 that wrote it (this one: the build's run of the bundle is this node's).
-    const cache = `${vendorScript()}.${process.versions.v8}-${process.arch}.cache`;
+    const script = vendorScript('schemas');
+    const cache = `${script}.${process.versions.v8}-${process.arch}.cache`;
     const built = readFileSync(cache);
     const data = createTempDir('postern-cli-cache-');
     /** A traced `config pending` on a configuration zod rejects: its message, and what the start did with the cache. */
@@ -351,7 +356,9 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
         (error: unknown) => error as { stderr: string },
       );
       expect(failed?.stderr).toContain(wrongTypeMessage);
-      return /code cache [^\n]*/.exec(failed?.stderr ?? '')?.[0] ?? 'no trace of the code cache';
+      const said = `postern: ${path.basename(script)}: `;
+      const line = failed?.stderr.split('\n').find((text) => text.startsWith(said));
+      return line?.slice(said.length) ?? 'no trace of the code cache';
     };
     try {
       writeFileSync(path.join(data.path, 'postern.yaml'), wrongTypeConfig, { mode: 0o600 });
@@ -372,7 +379,7 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       mkdirSync(cache);
       const failed = await configPending(data.path, traced).catch((error: unknown) => error as { stderr: string });
       expect(failed.stderr).toContain(wrongTypeMessage);
-      expect(failed.stderr).toMatch(/code cache vendor-[0-9a-f]{16}\.js\.[^ ]+\.cache was not written: E[A-Z]+/);
+      expect(failed.stderr).toContain(`the code cache ${path.basename(cache)} was not written: E`);
       expect(readdirSync(path.dirname(cache)).filter((name) => name.includes('.tmp'))).toEqual([]);
     } finally {
       rmSync(cache, { recursive: true, force: true });
@@ -422,7 +429,11 @@ describe('bin/postern.mjs', () => {
       expect(stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
       const help = await postern(['--help']);
       expect(help.stdout).toContain('agent-config');
-      expect(help.stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+      // The program's commander from its classic script, with the build's code cache (scripts/vendor-script-plugin.mjs).
+      const commander = path.basename(vendorScript('commander'));
+      expect(help.stderr).toBe(
+        `postern: running the bundle ${pkg.bundle}\npostern: ${commander}: code cache accepted\n`,
+      );
     },
     commandMs,
   );

@@ -50,7 +50,7 @@ export function vendorExports(file: string): Modules {
   const trace = process.env['POSTERN_LAUNCH_TRACE'] === '1';
   if (trace) {
     const then = state === 'accepted' ? '' : ', written at exit';
-    process.stderr.write(`postern: zod and yaml from ${path.basename(file)}, code cache ${state}${then}\n`);
+    process.stderr.write(`postern: ${path.basename(file)}: code cache ${state}${then}\n`);
   }
   // At exit, not now: the cache then holds the functions this run compiled, not only the top level.
   if (state !== 'accepted') process.once('exit', () => writeCache(script, cacheFile, trace));
