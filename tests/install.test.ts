@@ -102,6 +102,15 @@ describe('when postern is installed globally', () => {
     ]) {
       expect(tarballFiles).toContain(needed);
     }
+    // The bundle's classic scripts (zod and yaml, commander: every command imports one) and the code cache the build
+    // wrote for each (scripts/vendor-script-plugin.mjs): an install whose package the user cannot write writes none.
+    for (const group of ['schemas', 'commander']) {
+      const script = tarballFiles.find((f) =>
+        new RegExp(`^dist/cli/chunks/vendor-${group}-[0-9a-f]{16}\\.js$`).test(f),
+      );
+      expect(script, `the ${group} script`).toBeDefined();
+      expect(tarballFiles.some((f) => f.startsWith(`${script}.`) && f.endsWith('.cache'))).toBe(true);
+    }
     expect(
       tarballFiles.filter(
         (f) =>
