@@ -28,6 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { startAgentSocket } from '../broker/agent/index.js';
 import { initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
+import { oneRouteConfig } from '../scripts/vendor-script-plugin.mjs';
 import { makeCliPackageRoot, type CliPackageRoot } from '../broker/testing/cli-package-root.js';
 import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
 import { systemClock } from '../broker/ports/system-clock.js';
@@ -96,17 +97,9 @@ interface Case {
   files?: Readonly<Record<string, string>>;
 }
 
-/** A configuration of one route, as a person writes one: what `config pending` parses and shows. */
-const benchConfig = [
-  'version: 1',
-  'routes:',
-  '  - name: docs',
-  '    base_url: https://api.example.com',
-  '    credential: docs-token',
-  '    injection: bearer',
-  '    approval: per_call',
-  '',
-].join('\n');
+/** A configuration of one route, as a person writes one: what `config pending` parses and shows (the build's run of
+ * it writes the bundle's code caches on the same file). */
+const benchConfig = oneRouteConfig;
 
 const cases: Case[] = [
   { name: '--version', args: () => ['--version'] },

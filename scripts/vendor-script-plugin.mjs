@@ -154,8 +154,11 @@ export const vendorShimPlugin = (root, scripts) => ({
   },
 });
 
-/** A configuration of one route, as a person writes one: what the build's run of `config pending` parses. */
-const warmConfig = [
+/**
+ * A configuration of one route, as a person writes one: what the build's run of `config pending` parses, and what
+ * bench/cli-start.ts times `config pending` on.
+ */
+export const oneRouteConfig = [
   'version: 1',
   'routes:',
   '  - name: docs',
@@ -177,7 +180,7 @@ const warmConfig = [
 export function warmVendorCaches(bundle, scriptFiles) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'postern-vendor-warm-'));
   try {
-    writeFileSync(path.join(dataDir, 'postern.yaml'), warmConfig, { mode: 0o600 });
+    writeFileSync(path.join(dataDir, 'postern.yaml'), oneRouteConfig, { mode: 0o600 });
     const env = { ...process.env };
     delete env['POSTERN_LAUNCH_TRACE'];
     execFileSync(process.execPath, [bundle, 'config', 'pending', '--data-dir', dataDir], { stdio: 'pipe', env });
