@@ -176,13 +176,14 @@ export async function buildCli(options = {}) {
     const imports = meta.imports
       .filter((entry) => entry.kind === 'import-statement')
       .map((entry) => (entry.external === true ? entry.path : fromOutdir(entry.path)));
-    // A shim counts as its package held: what loads it loads the vendor script.
+    // A shim counts as every package of its script held: what loads it runs the whole script.
     const held = new Set(
-      Object.keys(meta.inputs).flatMap((file) =>
-        file.startsWith(`${vendorNamespace}:`)
-          ? `node_modules/${packageOf(file.slice(vendorNamespace.length + 1))}`
-          : (installedPackageDir(file) ?? []),
-      ),
+      Object.keys(meta.inputs).flatMap((file) => {
+        if (!file.startsWith(`${vendorNamespace}:`)) return installedPackageDir(file) ?? [];
+        const specifier = file.slice(vendorNamespace.length + 1);
+        const script = vendors.find((vendor) => Object.hasOwn(vendor.exportNames, specifier));
+        return (script?.packages ?? [packageOf(specifier)]).map((name) => `node_modules/${name}`);
+      }),
     );
     bundleMap[fromOutdir(output)] = { imports: [...new Set(imports)].sort(), packages: [...held].sort() };
   }

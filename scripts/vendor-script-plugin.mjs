@@ -7,8 +7,8 @@
 // names that module's exports, read from the script's. A script holds one copy of each of its packages: zod's classes
 // are the same whichever specifier imported them.
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -50,11 +50,13 @@ const wrapperEnd = '})';
  *   name: string;
  *   code: string;
  *   map: string;
+ *   packages: readonly string[];
  *   exportNames: Record<string, string[]>;
  *   inputs: string[];
  * }} VendorScript
  *   name: `vendor-<group>-<first 16 hex of the code's sha256>.js`, so a changed script never meets an old cache (V8
  *     checks a cache against its source's length only)
+ *   packages: its group's packages (what loads any of its shims loads them all)
  *   exportNames: specifier → the names its module exports
  *   inputs: the packages' files esbuild read (relative to the package root; not the entry it was given)
  */
@@ -99,6 +101,7 @@ export async function buildVendorScript(root, dir, minify, { group, packages, sp
   for (const specifier of specifiers) exportNames[specifier] = Object.keys(modules[specifier] ?? {}).sort();
   return {
     name,
+    packages,
     code: `${code}//# sourceMappingURL=${name}.map\n`,
     map,
     exportNames,
@@ -179,23 +182,34 @@ export const oneRouteConfig = [
  */
 export function warmVendorCaches(bundle, scriptFiles) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'postern-vendor-warm-'));
+  // No NODE_OPTIONS: a V8 flag in it (--max-old-space-size) is part of what V8 checks a cache against, and a cache made
+  // under one would be refused by every start without it (a package packed so would ship a cache no one can use).
+  const env = { ...process.env };
+  delete env['NODE_OPTIONS'];
+  delete env['POSTERN_LAUNCH_TRACE'];
+  /** `config pending` on the configuration: its stderr, or why it did not run */
+  const configPending = (/** @type {NodeJS.ProcessEnv} */ runEnv) => {
+    const run = spawnSync(process.execPath, [bundle, 'config', 'pending', '--data-dir', dataDir], {
+      env: runEnv,
+      timeout: 60_000,
+      encoding: 'utf8',
+    });
+    if (run.error !== undefined) throw run.error;
+    if (run.status !== 0) throw new Error(`exit ${run.status ?? run.signal}: ${run.stderr.split('\n')[0]}`);
+    return run.stderr;
+  };
   try {
     writeFileSync(path.join(dataDir, 'postern.yaml'), oneRouteConfig, { mode: 0o600 });
-    const env = { ...process.env };
-    delete env['POSTERN_LAUNCH_TRACE'];
-    execFileSync(process.execPath, [bundle, 'config', 'pending', '--data-dir', dataDir], { stdio: 'pipe', env });
+    configPending(env);
+    // A second run, traced: each script must now say its cache was accepted (by this node, with no flag).
+    const said = configPending({ ...env, POSTERN_LAUNCH_TRACE: '1' });
+    const refused = scriptFiles.filter((file) => !said.includes(`${path.basename(file)}: code cache accepted`));
+    return refused.length === 0
+      ? undefined
+      : `the second run did not accept ${refused.map((file) => path.basename(file)).join(', ')}`;
   } catch (error) {
-    return `config pending failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+    return `config pending failed: ${error instanceof Error ? error.message : String(error)}`;
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const uncached = scriptFiles.filter(
-    (file) =>
-      !readdirSync(path.dirname(file)).some(
-        (name) => name.startsWith(`${path.basename(file)}.`) && name.endsWith('.cache'),
-      ),
-  );
-  return uncached.length === 0
-    ? undefined
-    : `config pending wrote none for ${uncached.map((file) => path.basename(file)).join(', ')}`;
 }

@@ -75,15 +75,19 @@ function readStamp(): CliStamp {
   return JSON.parse(readFileSync(pkg.stamp, 'utf8')) as CliStamp;
 }
 
-/** Each output of the bundle's chunks (the vendor script included) with the sources its map names. */
+/** Each output of the bundle (its entry, its chunks and its vendor scripts) with the sources its map names. */
 function bundledSources(): { output: string; sources: string[] }[] {
   const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
-  return readdirSync(chunkDir)
-    .filter((name) => name.endsWith('.map'))
-    .map((name) => ({
-      output: name.slice(0, -'.map'.length),
-      sources: (JSON.parse(readFileSync(path.join(chunkDir, name), 'utf8')) as { sources: string[] }).sources,
-    }));
+  const maps = [
+    `${pkg.bundle}.map`,
+    ...readdirSync(chunkDir)
+      .filter((name) => name.endsWith('.map'))
+      .map((name) => path.join(chunkDir, name)),
+  ];
+  return maps.map((map) => ({
+    output: path.basename(map).slice(0, -'.map'.length),
+    sources: (JSON.parse(readFileSync(map, 'utf8')) as { sources: string[] }).sources,
+  }));
 }
 
 /** A classic script of the bundle's (scripts/vendor-script-plugin.mjs): `schemas` (zod and yaml) or `commander`. */
@@ -263,6 +267,7 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     const status = closure(routeChunk('status-main'));
     expect(status.has('better-sqlite3'), 'better-sqlite3 is loaded by postern status').toBe(false);
     expect(status.has('zod'), 'zod is loaded by postern status').toBe(false);
+    expect(status.has('yaml'), 'yaml is loaded by postern status').toBe(false);
     // Every other command registers with neither (the broker and the journal load only for the commands that run or
     // read them), and the operator client a command loads to ask the broker checks no schema.
     const program = closure(routeChunk('program'));
@@ -343,19 +348,20 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     expect(outputs.some((output) => held(output, /node_modules\/zod\/v3\//))).toBe(false);
   });
 
-  it("loads zod and yaml with the build's code cache; a refused or missing cache is written at exit; one that cannot be written fails nothing", async () => {
+  it("loads zod and yaml with the build's code cache; a refused, stale or missing cache is written at exit, never for a script that is not its name's digest; one that cannot be written fails nothing", async () => {
     // Named after the V8 that wrote it (this one: the build's run of the bundle is this node's).
     const script = vendorScript('schemas');
+    const scriptText = readFileSync(script);
     const cache = `${script}.${process.versions.v8}-${process.arch}.cache`;
     const built = readFileSync(cache);
     const data = createTempDir('postern-cli-cache-');
     /** A traced `config pending` on a configuration zod rejects: its message, and what the start did with the cache. */
-    const traceOf = async (): Promise<string> => {
+    const traceOf = async (message = wrongTypeMessage): Promise<string> => {
       const failed = await configPending(data.path, traced).then(
         () => undefined,
         (error: unknown) => error as { stderr: string },
       );
-      expect(failed?.stderr).toContain(wrongTypeMessage);
+      expect(failed?.stderr).toContain(message);
       const said = `postern: ${path.basename(script)}: `;
       const line = failed?.stderr.split('\n').find((text) => text.startsWith(said));
       return line?.slice(said.length) ?? 'no trace of the code cache';
@@ -373,6 +379,26 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       rmSync(cache);
       expect(await traceOf()).toBe('code cache missing, written at exit');
       expect(await traceOf()).toBe('code cache accepted');
+      // The script modified after its cache, keeping its length (V8 checks no more): here zod's English message, whose
+      // function the cache holds compiled from the old text since the run above. The edit runs, not the cache, and no
+      // cache is written for a script that is not its name's digest.
+      const original = readFileSync(script);
+      const edited = Buffer.from(
+        original.toString('latin1').replace('Invalid input: expected', 'Invalid INPUT: expected'),
+        'latin1',
+      );
+      expect(edited.length).toBe(original.length);
+      expect(edited.equals(original)).toBe(false);
+      const cacheBefore = readFileSync(cache);
+      writeFileSync(script, edited);
+      expect(await traceOf(wrongTypeMessage.replace('Invalid input', 'Invalid INPUT'))).toBe(
+        "code cache stale, not written: the script's content is not its name's digest",
+      );
+      expect(readFileSync(cache).equals(cacheBefore)).toBe(true);
+      // The build's script put back (later than the cache too): compiled, and its cache written anew.
+      writeFileSync(script, original);
+      expect(await traceOf()).toBe('code cache stale, written at exit');
+      expect(await traceOf()).toBe('code cache accepted');
       // Where the cache cannot be written (here its place is a directory; in life, a package that is not the user's),
       // the command still answers, and the next start compiles again.
       rmSync(cache);
@@ -382,6 +408,8 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       expect(failed.stderr).toContain(`the code cache ${path.basename(cache)} was not written: E`);
       expect(readdirSync(path.dirname(cache)).filter((name) => name.includes('.tmp'))).toEqual([]);
     } finally {
+      // The build's script and its cache, in that order (a cache older than its script is stale).
+      writeFileSync(script, scriptText);
       rmSync(cache, { recursive: true, force: true });
       writeFileSync(cache, built);
       data.remove();

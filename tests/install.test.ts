@@ -81,11 +81,11 @@ beforeAll(
 afterAll(() => tmp.remove());
 
 /** `postern ARGS` by name, from outside the checkout, with only the temp prefix's bin added to PATH. */
-function postern(args: string[]): Promise<{ stdout: string; stderr: string }> {
+function postern(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string }> {
   return run('postern', args, {
     cwd: outside,
     timeout: 60_000,
-    env: { ...process.env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env['PATH'] ?? ''}` },
+    env: { ...process.env, ...env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env['PATH'] ?? ''}` },
   });
 }
 
@@ -121,9 +121,12 @@ describe('when postern is installed globally', () => {
 
   it('runs from another directory: --help lists agent-config', async () => {
     expect(['tarball', 'checkout link']).toContain(installedFrom);
-    const { stdout } = await postern(['--help']);
+    const { stdout, stderr } = await postern(['--help'], { POSTERN_LAUNCH_TRACE: '1' });
     expect(stdout).toContain('agent-config');
     expect(stdout).toContain('mcp');
+    // From the bundle, its commander from the classic script with the cache the build wrote (packed with it).
+    expect(stderr).toContain('postern: running the bundle ');
+    expect(stderr).toMatch(/postern: vendor-commander-[0-9a-f]{16}\.js: code cache accepted\n/);
   }, 60_000);
 
   describe('and an MCP client is hooked up with what agent-config printed', () => {
