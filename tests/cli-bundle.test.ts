@@ -390,12 +390,20 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       expect(edited.length).toBe(original.length);
       expect(edited.equals(original)).toBe(false);
       const cacheBefore = readFileSync(cache);
+      // File times come from a coarse clock: the cache is dated back first, so an edit in the tick of its write is
+      // still later (a person's edit is seconds later at least).
+      const olderCache = (): void => {
+        const back = new Date(statSync(cache).mtimeMs - 2_000);
+        utimesSync(cache, back, back);
+      };
+      olderCache();
       writeFileSync(script, edited);
       expect(await traceOf(wrongTypeMessage.replace('Invalid input', 'Invalid INPUT'))).toBe(
         "code cache stale, not written: the script's content is not its name's digest",
       );
       expect(readFileSync(cache).equals(cacheBefore)).toBe(true);
       // The build's script put back (later than the cache too): compiled, and its cache written anew.
+      olderCache();
       writeFileSync(script, original);
       expect(await traceOf()).toBe('code cache stale, written at exit');
       expect(await traceOf()).toBe('code cache accepted');
