@@ -102,7 +102,8 @@ export async function buildVendorScript(root, dir, minify, { group, packages, sp
   return {
     name,
     packages,
-    code: `${code}//# sourceMappingURL=${name}.map\n`,
+    // No line naming the map: node 20 reads none for a vm script, and the digest is then the whole file's.
+    code,
     map,
     exportNames,
     inputs: Object.keys(result.metafile.inputs).filter((file) => installedPackageDir(file) !== undefined),

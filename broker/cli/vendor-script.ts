@@ -82,15 +82,13 @@ export function vendorExports(file: string): Modules {
 }
 
 /**
- * Whether the script's content is what its name says: `vendor-<group>-<first 16 hex of the sha256 of the code>.js`,
- * the code being the file without its last line (which names the source map). Read only where the cache is not used
- * (node:crypto is loaded for it then, not at every start).
+ * Whether the script's content is what its name says: `vendor-<group>-<first 16 hex of the file's sha256>.js`. Read
+ * only where the cache is not used (node:crypto is loaded for it then, not at every start).
  */
 function isBuildsScript(file: string, source: string): boolean {
   const named = /-([0-9a-f]{16})\.js$/.exec(file)?.[1];
-  const code = source.replace(/\/\/# sourceMappingURL=[^\n]*\n$/, '');
   const { createHash } = createRequire(import.meta.url)('node:crypto') as typeof Crypto;
-  return named !== undefined && createHash('sha256').update(code).digest('hex').slice(0, 16) === named;
+  return named !== undefined && createHash('sha256').update(source).digest('hex').slice(0, 16) === named;
 }
 
 /** Best effort: a package this user cannot write, or a full disk, leaves the next start to compile as this one did. */
