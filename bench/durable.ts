@@ -563,6 +563,11 @@ async function main(): Promise<void> {
       `raw fsync of the data dir's disk (4 KiB write + fsync, ${fsync.count} samples): ` +
         `p50 ${ms(fsync.p50)} ms, p95 ${ms(fsync.p95)} ms, p99 ${ms(fsync.p99)} ms`,
     );
+    console.log(
+      `warm-up before the timed rows: ${bounds.warmup.runMs / 1000} s of broker actions at c8 in the executor, ` +
+        `${bounds.warmup.runMs / 1000} s of POSTs at c8 through the daemon (a broker just started is slower while V8 ` +
+        'compiles: docs/benchmarks.md)',
+    );
     console.log('');
     const floor = await measureSyncFloor(scratch);
     const targets = { fast: fast.origin, slow: slow.origin, ids: ids.origin };
