@@ -203,7 +203,18 @@ describe("compareFieldNames: the order of a card's fields, without ICU", () => {
         expect(Math.sign(compareFieldNames(x, y))).toBe(Math.sign(x.localeCompare(y, 'en', { numeric: true })));
         expect(Math.sign(compareFieldNames(y, x))).toBe(-Math.sign(compareFieldNames(x, y)) || 0);
       }),
-      { numRuns: 3000 },
+      // Always tried, whatever the seed: leading zeros, which ICU ignores at every level, beside a difference of case
+      // (a random run found `2` / `02` once in ~1,400 pairs).
+      {
+        numRuns: 3000,
+        examples: [
+          ['2', '02'],
+          ['2a', '02A'],
+          ['02a', '2A'],
+          ['rules[02]', 'rules[2]'],
+          ['a00', 'a0'],
+        ],
+      },
     );
   });
 });

@@ -192,13 +192,14 @@ export function compareFieldNames(x: string, y: string): number {
     if (order !== 0) return order;
   }
   if (xs.length !== ys.length) return xs.length - ys.length;
-  // Equal but for case (or a digit run's leading zeros): the first character that differs, lower case first.
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const a = x[i] as string;
-    const b = y[i] as string;
-    if (a !== b) return a.toLowerCase() === b.toLowerCase() ? byCodeUnit(b, a) : byCodeUnit(a, b);
+  // Equal but for case, or for a digit run's leading zeros, which ICU ignores at every level (`rules[02]` and
+  // `rules[2]` are equal to it, `2a` comes before `02A`): the first letter that differs in case, lower case first.
+  for (let i = 0; i < xs.length; i++) {
+    const a = xs[i] as string;
+    const b = ys[i] as string;
+    if (a !== b && !/^\d/.test(a)) return byCodeUnit(b, a);
   }
-  return x.length - y.length;
+  return 0;
 }
 
 function byCodeUnit(a: string, b: string): number {
