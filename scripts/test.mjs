@@ -8,7 +8,8 @@
 //   tests: N passed, M failed[, K skipped]
 // where a failed step that is not a test run (lint, typecheck, build), or a test run that failed
 // without a failing test (crash, a file that does not load), counts as one failure. Exit code 0
-// only when nothing failed. Skipped tests are listed with the reason they gave (ctx.skip('why')).
+// only when nothing failed. Skipped tests are listed with the reason they gave (ctx.skip('why')), and
+// failed ones after them with the start of their error.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -25,7 +26,7 @@ const reporters = ['--reporter=default', `--reporter=${path.join(root, 'scripts'
 /**
  * @typedef {{ name: string; bin?: [string, string]; script?: string; args: string[]; summary?: string; needs?: string; env?: Record<string, string> }} Step
  *   bin: a package's bin to run; script: one of ours (relative to the root) instead; env: set for this step only
- * @typedef {{ passed: number; failed: number; skipped: { name: string; reason?: string }[]; otherFailures: string[] }} Summary
+ * @typedef {{ passed: number; failed: { name: string; error: string }[]; skipped: { name: string; reason?: string }[]; otherFailures: string[] }} Summary
  */
 
 /** @type {Step[]} */
@@ -110,6 +111,8 @@ const failedSteps = [];
 /** @type {string[]} */
 const skippedLines = [];
 /** @type {string[]} */
+const failedLines = [];
+/** @type {string[]} */
 const table = [];
 
 for (const step of steps) {
@@ -131,11 +134,13 @@ for (const step of steps) {
     if (summary !== undefined) {
       totals.passed += summary.passed;
       totals.skipped += summary.skipped.length;
-      failedHere = summary.failed + summary.otherFailures.length;
+      failedHere = summary.failed.length + summary.otherFailures.length;
       for (const skip of summary.skipped)
         skippedLines.push(`skipped: ${skip.name} — ${skip.reason ?? "no reason given (skip with ctx.skip('why'))"}`);
-      for (const failure of summary.otherFailures) process.stderr.write(`${step.name}: ${failure}\n`);
-      detail = `${summary.passed} passed, ${summary.failed} failed, ${summary.skipped.length} skipped`;
+      for (const failure of summary.failed)
+        failedLines.push(`failed (${step.name}): ${failure.name} — ${failure.error}`);
+      for (const failure of summary.otherFailures) failedLines.push(`failed (${step.name}): ${failure}`);
+      detail = `${summary.passed} passed, ${summary.failed.length} failed, ${summary.skipped.length} skipped`;
     }
   }
   // A failing step with no failing test to show for it (lint, typecheck, a build, a crash) is one failure.
@@ -151,6 +156,8 @@ rmSync(summaryDir, { recursive: true, force: true });
 process.stdout.write('\n=== summary\n');
 for (const line of table) process.stdout.write(`${line}\n`);
 for (const line of skippedLines) process.stdout.write(`${line}\n`);
+// Last before the totals, so that a log cut to its tail still names what failed and how.
+for (const line of failedLines) process.stdout.write(`${line}\n`);
 if (failedSteps.length > 0) process.stdout.write(`failed steps: ${failedSteps.join(', ')}\n`);
 const skippedPart = totals.skipped > 0 ? `, ${totals.skipped} skipped` : '';
 process.stdout.write(`tests: ${totals.passed} passed, ${totals.failed} failed${skippedPart}\n`);
