@@ -1,0 +1,40 @@
+// The loop-gap half of the secret scrubber's tests, in a file of its own so that it runs in a fresh worker: its
+// 250 ms bound measures the scrubber's slicing, and a worker that had just run secret-scrubber.test.ts's properties
+// could spend that long in one full GC of what they left (seen at 10× their runs: gaps of 339–839 ms, none alone).
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { watchEventLoop } from '../testing/event-loop-gaps.js';
+import { secretParts, secretScrubber } from './secret-scrubber.js';
+
+describe('scrubAsync on inputs that were one long step (THREAT-MODEL 4: one answer must not hold the loop)', () => {
+  /*
+   * Each input made one step of the search run for hundreds of milliseconds to seconds without a turn for the loop
+   * (a decimal array read whole, every hit of a one-digit anchor compared in one go, a view lower-cased whole). Sliced,
+   * no gap between ticks of a 1 ms ticker comes near 250 ms; the result is still scrub()'s.
+   */
+  const hexToken = 'a3f9c1d2e8b4f5a0c3e1d7b2f4a6e8c0b2c4';
+  const lettersToken = 'KqzWvTrpLmXnBhYd';
+  const cases: ReadonlyArray<readonly [string, string, () => Buffer]> = [
+    ['gzip of a decimal array of 3M numbers', hexToken, () => gzipSync(Buffer.from('3,'.repeat(3_000_000)))],
+    ['a plain 1 MiB decimal array', hexToken, () => Buffer.from('1,'.repeat(512 * 1024))],
+    ['gzip of 6M of the anchor digit', hexToken, () => gzipSync(Buffer.from('3'.repeat(6_000_000)))],
+    [
+      'gzip of 6 MB of letters, for a letters-only part',
+      lettersToken,
+      () => gzipSync(Buffer.from('Ab-'.repeat(2_000_000))),
+    ],
+  ];
+  it.each(cases)(
+    '%s: no loop gap over 250 ms, the same result as scrub()',
+    async (_, secret, make) => {
+      const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: secret }));
+      const input = make();
+      const { value, maxGapMs } = await watchEventLoop(() => scrubber.scrubAsync(input));
+      expect(maxGapMs).toBeLessThan(250);
+      const sync = scrubber.scrub(input);
+      expect(value.bytes.equals(sync.bytes)).toBe(true);
+      expect(value.redacted).toBe(sync.redacted);
+    },
+    60_000,
+  );
+});
