@@ -206,31 +206,44 @@ describe('when given a reset write', () => {
 
 describe('when a large checkpoint runs', () => {
   it('keeps the event loop turning meanwhile', async () => {
-    commitRows(1_000, 40_000); // ~40 MB of WAL
     const { checkpointer, reports } = start();
     await checkpointer.whenReady();
-    let ticks = 0;
-    let gapMaxMs = 0;
-    let last = performance.now();
-    let running = true;
-    const tick = (): void => {
-      const now = performance.now();
-      gapMaxMs = Math.max(gapMaxMs, now - last);
-      last = now;
-      ticks += 1;
-      if (running) setImmediate(tick);
+    /** One checkpoint of ~40 MB of WAL, with the loop's largest gap between turns while it ran. */
+    const checkpointWatched = async () => {
+      commitRows(1_000, 40_000);
+      let ticks = 0;
+      let gapMaxMs = 0;
+      let last = performance.now();
+      let running = true;
+      const tick = (): void => {
+        const now = performance.now();
+        gapMaxMs = Math.max(gapMaxMs, now - last);
+        last = now;
+        ticks += 1;
+        if (running) setImmediate(tick);
+      };
+      setImmediate(tick);
+      checkpointer.request();
+      await checkpointer.whenIdle();
+      running = false;
+      return { report: reports.at(-1), ticks, gapMaxMs };
     };
-    setImmediate(tick);
-    checkpointer.request();
-    await checkpointer.whenIdle();
-    running = false;
-    const report = reports[0];
+    // Up to three checkpoints until one meets the bound: a loaded box can stop the whole process for longer than a
+    // checkpoint once (a 262 ms gap in a 236 ms one was seen at load 5); on the loop, every one breaks it.
+    let run = await checkpointWatched();
+    for (let attempt = 1; attempt < 3 && run.gapMaxMs >= (run.report?.ms ?? 0) / 2; attempt += 1) {
+      process.stderr.write(
+        `wal-checkpointer.test: checkpoint ${attempt} of 3 took ${run.report?.ms} ms with a loop gap of ${run.gapMaxMs.toFixed(1)} ms; again\n`,
+      );
+      run = await checkpointWatched();
+    }
+    const { report, ticks, gapMaxMs } = run;
     expect(report?.checkpointed).toBe(report?.log);
     // On the loop, one turn would have lasted the whole copy and its two fsyncs.
     expect(report?.ms).toBeGreaterThan(10);
     expect(ticks).toBeGreaterThanOrEqual(3);
     expect(gapMaxMs).toBeLessThan((report?.ms ?? 0) / 2);
-  });
+  }, 60_000);
 });
 
 describe('when closed', () => {
