@@ -16,12 +16,15 @@ describe('scrubAsync on inputs that were one long step (THREAT-MODEL 4: one answ
   const lettersToken = 'KqzWvTrpLmXnBhYd';
   const cases: ReadonlyArray<readonly [string, string, () => Buffer]> = [
     ['gzip of a decimal array of 3M numbers', hexToken, () => gzipSync(Buffer.from('3,'.repeat(3_000_000)))],
-    ['a plain 1 MiB decimal array', hexToken, () => Buffer.from('1,'.repeat(512 * 1024))],
+    // 4 MiB, not the 1 MiB the bug was found with: the sync scrub of 1 MiB now takes ~0.3 s here, too near the bound for
+    // the case to fail when scrubAsync holds the loop; 4 MiB takes ~0.85 s.
+    ['a plain 4 MiB decimal array', hexToken, () => Buffer.from('1,'.repeat(2 * 1024 * 1024))],
     ['gzip of 6M of the anchor digit', hexToken, () => gzipSync(Buffer.from('3'.repeat(6_000_000)))],
     [
-      'gzip of 6 MB of letters, for a letters-only part',
+      // ~10 MB, not 6: the sync scrub of 6 MB now takes ~0.4-0.55 s here, and once held the loop under the bound.
+      'gzip of ~10 MB of letters, for a letters-only part',
       lettersToken,
-      () => gzipSync(Buffer.from('Ab-'.repeat(2_000_000))),
+      () => gzipSync(Buffer.from('Ab-'.repeat(3_300_000))),
     ],
   ];
   it.each(cases)(
