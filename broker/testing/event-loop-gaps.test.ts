@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { watchEventLoop, watchEventLoopQuietest } from './event-loop-gaps.js';
+import { measureUntilMet, watchEventLoop, watchEventLoopQuietest } from './event-loop-gaps.js';
 
 /** Holds the loop for `ms` without a turn, as code that does not yield does. */
 function holdLoop(ms: number): void {
@@ -73,5 +73,56 @@ describe('watchEventLoopQuietest', () => {
     }, 400);
     expect(runs).toBe(1);
     expect(watched.value).toBe(1);
+  });
+});
+
+describe('measureUntilMet', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  const counted = (values: number[]) => {
+    let runs = 0;
+    return {
+      measure: async () => values[runs++] ?? Number.NaN,
+      get runs() {
+        return runs;
+      },
+    };
+  };
+
+  it('stops at the first run that meets the bound and says each miss before it on stderr', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const source = counted([9, 2, 1]);
+    const runs = await measureUntilMet({
+      label: 'probe',
+      measure: source.measure,
+      meets: (n) => n < 5,
+      describe: (n) => `measured ${n}`,
+    });
+    expect(runs).toEqual([9, 2]);
+    expect(source.runs).toBe(2);
+    expect(stderr.mock.calls.map(([line]) => String(line))).toEqual([
+      'probe: run 1 of 3 measured 9; running it again\n',
+    ]);
+  });
+
+  it('runs every attempt when none meets the bound, and returns them all with the last last', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const source = counted([9, 8, 7, 6]);
+    const runs = await measureUntilMet({
+      label: 'probe',
+      attempts: 3,
+      measure: source.measure,
+      meets: (n) => n < 5,
+      describe: (n) => `measured ${n}`,
+    });
+    expect(runs).toEqual([9, 8, 7]);
+    expect(source.runs).toBe(3);
+    expect(stderr.mock.calls.map(([line]) => String(line))).toEqual([
+      'probe: run 1 of 3 measured 9; running it again\n',
+      'probe: run 2 of 3 measured 8; running it again\n',
+      'probe: run 3 of 3 measured 7\n',
+    ]);
   });
 });
