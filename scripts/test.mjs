@@ -15,6 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { stepLines } from './test-summary.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const require = createRequire(import.meta.url);
@@ -26,7 +27,7 @@ const reporters = ['--reporter=default', `--reporter=${path.join(root, 'scripts'
 /**
  * @typedef {{ name: string; bin?: [string, string]; script?: string; args: string[]; summary?: string; needs?: string; env?: Record<string, string> }} Step
  *   bin: a package's bin to run; script: one of ours (relative to the root) instead; env: set for this step only
- * @typedef {{ passed: number; failed: { name: string; error: string }[]; skipped: { name: string; reason?: string }[]; otherFailures: string[] }} Summary
+ * @typedef {import('./test-summary.mjs').Summary} Summary
  */
 
 /** @type {Step[]} */
@@ -132,15 +133,13 @@ for (const step of steps) {
   if (step.summary !== undefined) {
     const summary = readSummary(step.summary);
     if (summary !== undefined) {
-      totals.passed += summary.passed;
-      totals.skipped += summary.skipped.length;
-      failedHere = summary.failed.length + summary.otherFailures.length;
-      for (const skip of summary.skipped)
-        skippedLines.push(`skipped: ${skip.name} — ${skip.reason ?? "no reason given (skip with ctx.skip('why'))"}`);
-      for (const failure of summary.failed)
-        failedLines.push(`failed (${step.name}): ${failure.name} — ${failure.error}`);
-      for (const failure of summary.otherFailures) failedLines.push(`failed (${step.name}): ${failure}`);
-      detail = `${summary.passed} passed, ${summary.failed.length} failed, ${summary.skipped.length} skipped`;
+      const lines = stepLines(step.name, summary);
+      totals.passed += lines.passed;
+      totals.skipped += lines.skipped;
+      failedHere = lines.failed;
+      skippedLines.push(...lines.skippedLines);
+      failedLines.push(...lines.failedLines);
+      detail = lines.detail;
     }
   }
   // A failing step with no failing test to show for it (lint, typecheck, a build, a crash) is one failure.

@@ -48,6 +48,8 @@ export default class SummaryReporter {
       otherFailures.push(
         `unhandled: ${error instanceof Error ? error.message : String(/** @type {{message?: unknown}} */ (error)?.message ?? error)}`,
       );
-    writeFileSync(outputFile, `${JSON.stringify({ passed, failed, skipped, otherFailures }, null, 2)}\n`);
+    /** @type {import('./test-summary.mjs').Summary} */
+    const summary = { passed, failed, skipped, otherFailures };
+    writeFileSync(outputFile, `${JSON.stringify(summary, null, 2)}\n`);
   }
 }
