@@ -29,7 +29,7 @@ import { progressHeartbeatMsDefault, watchProgress } from './call-waits.js';
 import { executeHttpAction } from './execute-http-action.js';
 import { executeMcpAction } from './execute-mcp-action.js';
 import { executeSshAction } from './execute-ssh-action.js';
-import { openActionsPerSessionMax, type OpenActions } from './open-actions.js';
+import type { OpenActions } from './open-actions.js';
 import { closedByShutdown } from './record-broker-error.js';
 import { stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
 import { handoffOf, storedAnswerParts } from './stored-result.js';
@@ -88,16 +88,16 @@ export async function actionCall(
   if (typeof tool === 'object' && deps.upstreams === undefined)
     return refusal('UNSUPPORTED_ACTION', 'this broker has no upstream MCP servers', 'never', 'name');
 
-  // Refused before admission: nothing is journaled for a call over the bound.
+  // Refused before admission: nothing is journaled for a call over a bound.
   const running = open.tryBegin(sessionId);
-  if (running === undefined) {
-    const max = deps.openActionsPerSessionMax ?? openActionsPerSessionMax;
+  if ('bound' in running)
     return refusal(
       'RATE_LIMITED',
-      `at most ${max} actions of one session may wait undispatched at once; cancel some or wait for them (action_status)`,
+      running.bound === 'open'
+        ? `at most ${running.max} actions of one session may wait undispatched at once; cancel some or wait for them (action_status)`
+        : `at most ${running.max} actions of one session may run at once (waiting, or dispatched until their outcome is recorded); wait for some to finish (action_status)`,
       'backoff',
     );
-  }
   const started = startExecutor(deps, sessionId, tool, rest, running);
   // The executor outlives a caller that stopped waiting: its action counts until it returns.
   started.run.then(

@@ -35,6 +35,8 @@ export interface AgentBackendDeps {
   readonly bootId?: string;
   /** Open (undispatched, unclosed) actions per session; default openActionsPerSessionMax. */
   readonly openActionsPerSessionMax?: number;
+  /** Running actions (open or dispatched, until their executor returns) per session; default runningActionsPerSessionMax. */
+  readonly runningActionsPerSessionMax?: number;
   /** The route's lookup, asked by the retry engine once an idempotency key's window passed. */
   readonly reconcile?: (actionId: string) => Promise<void>;
   /** Sealed copies of requests a person may retry with the same key (execute-http-action.ts). */

@@ -21,7 +21,7 @@ import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from
 import { waitForCardCount, waitForCards } from '../testing/queue-waits.js';
 import { describeCutShutdown, shutDownRuntime } from '../host/shutdown-sequence.js';
 import { sessionIdFor, type RunningAgentBackend } from './agent-backend.js';
-import { openActionsPerSessionMax } from './open-actions.js';
+import { openActionsPerSessionMax, runningActionsPerSessionMax } from './open-actions.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 
 let f: QueueFixture;
@@ -46,6 +46,7 @@ async function open(
     results?: (real: ResultStore) => ResultStore;
     vault?: (real: CredentialVault) => CredentialVault;
     openActionsMax?: number;
+    runningActionsMax?: number;
   } = {},
 ): Promise<void> {
   f = await openQueueFixture(agentsYaml === undefined ? {} : { agentsYaml });
@@ -55,6 +56,7 @@ async function open(
     vault: over.vault === undefined ? f.h.vault : over.vault(f.h.vault),
     processAlive: (pid) => alive.has(pid),
     ...(over.openActionsMax === undefined ? {} : { openActionsPerSessionMax: over.openActionsMax }),
+    ...(over.runningActionsMax === undefined ? {} : { runningActionsPerSessionMax: over.runningActionsMax }),
   });
 }
 
@@ -980,6 +982,57 @@ describe('when one session keeps many actions open', () => {
     expect(actionReply(await call(7)).caller_disposition).toBe('timed_out');
     expect(openActionsPerSessionMax).toBe(256);
   });
+
+  it('dispatched actions count until their outcome is recorded: an agent looping 1 ms waits against a remote that holds every request cannot open a connection per call', async () => {
+    // The attack (THREAT-MODEL 4): each call on a lane of its own dispatches at once, its caller stops waiting after
+    // 1 ms and the remote never answers, so the action is no longer open (dispatched) and its caller holds no slot.
+    const remote = await AdversarialHttpServer.start({ script: () => ({ kind: 'apply_then_hang' }) });
+    servers.push(remote);
+    const lanes = [
+      '    timeout_ms: 3000',
+      '    lanes:',
+      "      - { methods: ['*'], path: '/documents/{id}', lane: 'doc-{id}' }",
+    ].join('\n');
+    await open(undefined, { config: localRouteConfig(remote.port, lanes), openActionsMax: 3, runningActionsMax: 5 });
+    const sessionId = await approvedSession(903);
+    const call = (n: number) =>
+      backend.call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: `/documents/${n}`, body: `{"marker":"r${n}"}`, timeout_ms: 1 },
+        never,
+      );
+    const held: string[] = [];
+    for (let n = 1; n <= 5; n += 1) {
+      const answer = actionReply(await call(n));
+      expect(answer.caller_disposition).toBe('timed_out');
+      held.push(answer.invocation_id);
+    }
+    await vi.waitFor(() => expect(remote.requests).toHaveLength(5), { timeout: 5000 });
+    expect(held.every((id) => f.h.temp.journal.getAction(id)?.dispatch_seq !== null)).toBe(true);
+    // Every call beyond the bound is refused before admission, however many the agent sends.
+    const before = f.h.temp.journal.stats().events;
+    for (let n = 6; n <= 60; n += 1) {
+      const refused = reply(await call(n));
+      expect(refused).toMatchObject({
+        invocation_id: null,
+        error: { code: 'RATE_LIMITED', retry: 'backoff', outcome: 'not_attempted' },
+      });
+      expect(refused.error?.message).toContain('at most 5 actions of one session may run at once');
+    }
+    expect(f.h.temp.journal.stats().events).toBe(before);
+    expect(remote.requests).toHaveLength(5);
+    // The route's deadline records each held action unknown; then the session may run actions again.
+    await vi.waitFor(
+      () => expect(held.map((id) => f.h.temp.journal.getAction(id)?.outcome)).toEqual(held.map(() => 'unknown')),
+      { timeout: 10_000 },
+    );
+    await vi.waitFor(async () => expect(actionReply(await call(61)).caller_disposition).toBe('timed_out'), {
+      timeout: 5000,
+    });
+    await vi.waitFor(() => expect(remote.requests).toHaveLength(6), { timeout: 5000 });
+    expect(runningActionsPerSessionMax).toBe(openActionsPerSessionMax + 64);
+  }, 30_000);
 });
 
 describe('when cancel_action names an action that is already closed', () => {

@@ -46,7 +46,7 @@ import { closedForCancel } from './closed-action.js';
 import { credentialRequestCall } from './credential-request-call.js';
 import { actionAnswer, closedSessionRefusal, passesOnceUnlocked, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
-import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
+import { OpenActions, openActionsPerSessionMax, runningActionsPerSessionMax } from './open-actions.js';
 import { resultNotReady, stateClassification, stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
 import { agentParse, issueField, issueMessage } from './http-action-request.js';
 import {
@@ -80,10 +80,14 @@ export interface RunningAgentBackend extends AgentBackend {
 export async function createAgentBackend(deps: AgentBackendDeps): Promise<RunningAgentBackend> {
   const bootId = deps.bootId ?? readBootId();
   const log = deps.logger;
-  const open = new OpenActions(deps.openActionsPerSessionMax ?? openActionsPerSessionMax, (actionId) => {
-    const state = deps.journal.getAction(actionId);
-    return state === undefined || (state.dispatch_seq === null && state.outcome === null);
-  });
+  const open = new OpenActions(
+    deps.openActionsPerSessionMax ?? openActionsPerSessionMax,
+    (actionId) => {
+      const state = deps.journal.getAction(actionId);
+      return state === undefined || (state.dispatch_seq === null && state.outcome === null);
+    },
+    deps.runningActionsPerSessionMax ?? runningActionsPerSessionMax,
+  );
   const sweep = (reason: 'process_exited' | 'broker_found_gone' = 'process_exited'): Promise<number> =>
     sweepSessions(deps, reason);
   const inTurn = handoffTurns();

@@ -17,7 +17,7 @@ export { closeUnsentRecordings, unsentCast } from './unsent-recordings.js';
 export { executeMcpAction, type McpActionDeps, type McpActionResult } from './execute-mcp-action.js';
 export { mcpSecrets, withServerSecrets } from './mcp-server-secrets.js';
 export { stateEnvelope } from './state-envelope.js';
-export { openActionsPerSessionMax } from './open-actions.js';
+export { openActionsPerSessionMax, runningActionsPerSessionMax } from './open-actions.js';
 export {
   createAutomaticReconcile,
   createReconciler,
