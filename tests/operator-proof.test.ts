@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
 import type { ApprovalCard, Reply } from '../broker/contract/index.js';
@@ -485,4 +486,83 @@ describe('when a daemon started locked is unlocked by `postern vault unlock --pa
     expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
     expect(rig.log.markers()).not.toContain('cli-file');
   }, 90_000);
+});
+
+describe("when a same-user process rewrites the vault's key row with a passphrase of its own", () => {
+  let rig: Rig | undefined;
+  beforeAll(async () => {
+    rig = await openRig('swapped-key', { unattended: false, kdf: 'min', unlock: 'control_socket' });
+  }, 90_000);
+  afterAll(() => rig?.stop(), 30_000);
+
+  it("that passphrase proves nothing and unlocks nothing: the card stays pending, no APPROVED, the vault stays locked; the person's passphrase still decides", async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    const card = await pendingCard(rig, 'swapped-key');
+    // The agent makes a vault of its own, with its own passphrase, and copies its key row over the broker's.
+    const agentPassphrase = 'the agent chose this one';
+    const agentDir = path.join(scratch, 'agent-vault');
+    mkdirSync(agentDir, { mode: 0o700 });
+    const agentVault = await openVault({ dataDir: agentDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+    await agentVault.init(Buffer.from(agentPassphrase));
+    await agentVault.close();
+    const keyColumns = ['kdf_alg', 'salt', 'opslimit', 'memlimit', 'nonce', 'wrapped_key', 'protected_by'];
+    const selectKey = `SELECT ${keyColumns.join(', ')} FROM vault_key WHERE id = 1`;
+    const theirs = new Database(path.join(agentDir, 'vault.sqlite'), { readonly: true });
+    const agentRow = theirs.prepare(selectKey).get() as Record<string, unknown>;
+    theirs.close();
+    const ours = new Database(path.join(rig.dataDir, 'vault.sqlite'), { timeout: 5_000 });
+    try {
+      const originalRow = ours.prepare(selectKey).get() as Record<string, unknown>;
+      const writeKey = ours.prepare(
+        `UPDATE vault_key SET ${keyColumns.map((c) => `${c} = @${c}`).join(', ')} WHERE id = 1`,
+      );
+      writeKey.run(agentRow);
+      // The attack's premise: the file's key row now opens with the agent's passphrase.
+      const reader = await openVault({ dataDir: rig.dataDir, clock: systemClock, readOnly: true });
+      try {
+        expect(await reader.verifyPassphrase(Buffer.from(agentPassphrase))).toBe(true);
+        expect(await reader.verifyPassphrase(Buffer.from(passphrase))).toBe(false);
+      } finally {
+        await reader.close();
+      }
+
+      const socket = controlSocketPath(rig.dataDir);
+      const approve = (proof: string) =>
+        sendControlRequest(socket, {
+          op: 'api',
+          method: 'approvals.approve',
+          input: { ticket: card.ticket },
+          proof: { passphrase: proof },
+        });
+      expect(await approve(agentPassphrase)).toMatchObject({
+        ok: false,
+        error: { code: 'VAULT_PASSPHRASE_INVALID', field: 'proof' },
+      });
+      expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+      const pending = (await callOperator(rig.dataDir, 'approvals.list', {})).cards.find(
+        (c) => c.ticket === card.ticket,
+      );
+      expect(pending?.state).toBe('pending');
+
+      // A person locks; the agent's passphrase does not unlock.
+      expect(
+        await sendControlRequest(socket, { op: 'api', method: 'vault.lock', input: {}, proof: { passphrase } }),
+      ).toMatchObject({ ok: true });
+      expect(await sendControlRequest(socket, { op: 'unlock', passphrase: agentPassphrase })).toMatchObject({
+        ok: false,
+        error: { code: 'VAULT_PASSPHRASE_INVALID' },
+      });
+      expect((await callOperator(rig.dataDir, 'vault.status', {})).state).toBe('locked');
+
+      // The broker kept the key row it opened with: the person's passphrase unlocks and decides, the row still swapped.
+      expect(await sendControlRequest(socket, { op: 'unlock', passphrase })).toMatchObject({ ok: true });
+      expect(await approve(passphrase)).toMatchObject({ ok: true });
+      expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([
+        `by person:${os.userInfo().username} (cli, passphrase on tty)`,
+      ]);
+      writeKey.run(originalRow);
+    } finally {
+      ours.close();
+    }
+  }, 120_000);
 });

@@ -152,6 +152,54 @@ describe('when the passphrase is wrong', () => {
   });
 });
 
+describe('when another process rewrites the key row after the vault opened (THREAT-MODEL 3)', () => {
+  const keyColumns = ['kdf_alg', 'salt', 'opslimit', 'memlimit', 'nonce', 'wrapped_key', 'protected_by'];
+
+  it('unlock and a passphrase proof open the row read at open: a passphrase that opens the new row opens nothing', async () => {
+    const vault = await open();
+    await vault.init(passphrase());
+    vault.lock('operator');
+    // Another vault, with the attacker's passphrase; its key row written over this one's.
+    const other = createTempDir('postern-vault-other-');
+    try {
+      const theirs = await openVault({ dataDir: other.path, clock, idleLockMs: 0, kdf: 'min' });
+      await theirs.init(text('the attacker chose this'));
+      await theirs.close();
+      const source = new Database(path.join(other.path, vaultFileName), { readonly: true });
+      const row = source.prepare(`SELECT ${keyColumns.join(', ')} FROM vault_key WHERE id = 1`).get();
+      source.close();
+      const db = new Database(path.join(dir.path, vaultFileName));
+      db.prepare(`UPDATE vault_key SET ${keyColumns.map((c) => `${c} = @${c}`).join(', ')} WHERE id = 1`).run(row);
+      db.close();
+    } finally {
+      other.remove();
+    }
+    // A vault opened now reads the rewritten row: the attacker's passphrase opens it.
+    const later = await open();
+    expect(await later.verifyPassphrase(text('the attacker chose this'))).toBe(true);
+
+    expect(await vault.verifyPassphrase(text('the attacker chose this'))).toBe(false);
+    expect((await codeOf(vault.unlock(text('the attacker chose this')))).code).toBe('VAULT_PASSPHRASE_INVALID');
+    expect(vault.state()).toBe('locked');
+    expect(await vault.verifyPassphrase(passphrase())).toBe(true);
+    await vault.unlock(passphrase());
+    expect(vault.state()).toBe('unlocked');
+  });
+
+  it('a key row deleted after open leaves the vault initialized: state and init keep the row read at open', async () => {
+    const vault = await open();
+    await vault.init(passphrase());
+    vault.lock('operator');
+    const db = new Database(path.join(dir.path, vaultFileName));
+    db.prepare('DELETE FROM vault_key').run();
+    db.close();
+    expect(vault.state()).toBe('locked');
+    expect((await codeOf(vault.init(text('a new passphrase of the attacker')))).code).toBe('VAULT_ALREADY_INITIALIZED');
+    await vault.unlock(passphrase());
+    expect(vault.state()).toBe('unlocked');
+  });
+});
+
 describe('auto-lock', () => {
   it('when the injected clock passes the idle time, the vault locks and onLock hears "idle"', async () => {
     const vault = await open({ idleLockMs: 60_000 });

@@ -21,7 +21,16 @@ import {
 } from './credential-input.js';
 import { importSshKey } from './ssh-key-import.js';
 import { deriveKekOffLoop } from './kdf-worker.js';
-import { newKdfParams, open, randomKey, seal, wipe, type KdfStrength, type Sealed } from './vault-crypto.js';
+import {
+  newKdfParams,
+  open,
+  randomKey,
+  seal,
+  wipe,
+  type KdfParams,
+  type KdfStrength,
+  type Sealed,
+} from './vault-crypto.js';
 import {
   protectorBackendCharsMax,
   sealedKeyBytes,
@@ -29,6 +38,7 @@ import {
   type CredentialRow,
   type StoredKey,
   type VaultStore,
+  type WrappedKeyRow,
 } from './vault-store.js';
 
 /** Lock after 15 minutes without operator activity unless configured otherwise. */
@@ -58,6 +68,7 @@ export interface VaultOptions {
 /** The data key and what the file held, from one successful passphrase check. */
 interface Unwrapped {
   readonly dataKey: Uint8Array;
+  readonly kdf: KdfParams;
   readonly stored: StoredKey;
   readonly sealed: Sealed;
   /** The protector asked for its blob to be rewritten (the OS rotated its key). */
@@ -76,6 +87,8 @@ export interface AddOptions {
  */
 export class Vault implements CredentialVault {
   private dataKey: Uint8Array | undefined;
+  /** The wrapped data key as this vault first read or wrote it: keyRow(). */
+  private pinnedKey: WrappedKeyRow | undefined;
   private lastActivityMs = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -92,6 +105,20 @@ export class Vault implements CredentialVault {
     ) {
       throw new RangeError(`a key protector's backend is a name of 1..${protectorBackendCharsMax} characters`);
     }
+    this.keyRow();
+  }
+
+  /**
+   * The wrapped data key as this vault first read it (at open, or when it was first seen or made after an open that
+   * found none). The file's later contents are not trusted: a process of the user can rewrite `vault_key` with a
+   * data key wrapped under a passphrase of its own, and that passphrase opening that row proves nothing about a
+   * person (THREAT-MODEL 3). So every unwrap — unlock, and a decision's passphrase proof — opens this row. The one
+   * rewrite a vault makes of its own row (a key protector's re-store, by compare-and-swap) wraps the same data key;
+   * a re-store by this vault moves the pin with it, and one by another process leaves a pin that still opens.
+   */
+  private keyRow(): WrappedKeyRow | undefined {
+    this.pinnedKey ??= this.options.store.readWrappedKey();
+    return this.pinnedKey;
   }
 
   state(): VaultState {
@@ -99,7 +126,7 @@ export class Vault implements CredentialVault {
     if (this.closed) return 'locked';
     this.lockIfIdle();
     if (this.dataKey !== undefined) return 'unlocked';
-    return this.options.store.readWrappedKey() === undefined ? 'uninitialized' : 'locked';
+    return this.keyRow() === undefined ? 'uninitialized' : 'locked';
   }
 
   list(): readonly CredentialInfo[] {
@@ -120,11 +147,11 @@ export class Vault implements CredentialVault {
     } catch {
       throw new CodedError('INVALID_ARGUMENT', 'a vault passphrase is UTF-8 text', { field: 'passphrase' });
     }
-    if (this.options.store.readWrappedKey() !== undefined) throw alreadyInitialized();
+    if (this.keyRow() !== undefined) throw alreadyInitialized();
     const kdf = newKdfParams(this.options.kdf);
     const kek = await deriveKekOffLoop(passphrase, kdf);
     // Another init may have won while the worker derived.
-    if (this.options.store.readWrappedKey() !== undefined) {
+    if (this.keyRow() !== undefined) {
       wipe(kek);
       throw alreadyInitialized();
     }
@@ -140,6 +167,7 @@ export class Vault implements CredentialVault {
       const stored = this.protectionWanted() ? await this.protect(sealed) : sealed;
       if (!this.options.store.insertWrappedKey({ kdf, sealed: stored }, this.options.clock.nowMs()))
         throw alreadyInitialized();
+      this.pinnedKey = { kdf, sealed: stored };
     } catch (error) {
       wipe(dataKey);
       throw error;
@@ -164,7 +192,8 @@ export class Vault implements CredentialVault {
       throw new CodedError('VAULT_LOCKED', 'the vault closed while the passphrase was checked');
     }
     // Compare-and-swap: if another process re-stored the key meanwhile, its version stands.
-    if (restored !== undefined) this.options.store.replaceStoredKey(unwrapped.stored, restored);
+    if (restored !== undefined && this.options.store.replaceStoredKey(unwrapped.stored, restored))
+      this.pinnedKey = { kdf: unwrapped.kdf, sealed: restored };
     if (this.dataKey !== undefined) {
       // Already unlocked: the passphrase was checked; keep the key we have and count it as activity.
       wipe(dataKey);
@@ -402,7 +431,7 @@ export class Vault implements CredentialVault {
   }
 
   private async unwrapDataKey(passphrase: Uint8Array): Promise<Unwrapped> {
-    const wrapped = this.options.store.readWrappedKey();
+    const wrapped = this.keyRow();
     if (wrapped === undefined)
       throw new CodedError('VAULT_NOT_INITIALIZED', 'the vault has not been created; run `postern vault init`');
     // The protector first: without the OS login a copied file offers nothing to run Argon2id guesses against.
@@ -415,7 +444,7 @@ export class Vault implements CredentialVault {
           field: 'passphrase',
         });
       if (dataKey.length !== 32) throw new CodedError('VAULT_CORRUPT', 'the unwrapped data key has the wrong length');
-      return { dataKey, stored: wrapped.sealed, sealed, reprotect };
+      return { dataKey, kdf: wrapped.kdf, stored: wrapped.sealed, sealed, reprotect };
     } finally {
       wipe(kek);
     }
@@ -484,7 +513,7 @@ export class Vault implements CredentialVault {
     this.assertOpen();
     this.lockIfIdle();
     if (this.dataKey !== undefined) return this.dataKey;
-    const uninitialized = this.options.store.readWrappedKey() === undefined;
+    const uninitialized = this.keyRow() === undefined;
     throw new CodedError(
       'VAULT_LOCKED',
       uninitialized ? 'the vault has not been created yet' : 'the vault is locked; unlock it and retry',
