@@ -10,6 +10,7 @@ import { errorCodeMeanings, type ActionState, type Classification } from '../con
 import {
   classifyBatch,
   classifyOutcome,
+  earlierAttemptUnknown,
   httpReportEvidence,
   refusedRequestField,
   type BatchVerdict,
@@ -63,15 +64,19 @@ export async function record(
   const response = report.response;
   const location = response?.headers.location;
   const crossOrigin = location === undefined ? false : otherOrigin(location, b.route);
+  const lastAttempt = report.attempts.at(-1)?.n;
+  const before = deps.journal.getAction(b.actionId);
   const evidence = httpReportEvidence(report, {
     locationElsewhere: crossOrigin,
     idempotent: b.idempotent,
+    ...(before !== undefined && lastAttempt !== undefined && earlierAttemptUnknown(before, lastAttempt)
+      ? { earlierAttemptUnknown: true }
+      : {}),
     ...(expiryMs === undefined ? {} : { keyExpiresAtMs: expiryMs }),
     nowMs,
     retryAfterMsMax: deps.channel.limits.retryAfterMsMax,
   });
   const classification = classifyOutcome(evidence);
-  const lastAttempt = report.attempts.at(-1)?.n;
   // deliverable() delivered exactly the complete responses.
   const settled =
     response !== undefined &&

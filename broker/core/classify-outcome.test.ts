@@ -321,6 +321,38 @@ const rows: Row[] = [
     dispatched({ http: response(500, { fromProxy: true }) }),
     { outcome: 'unknown', source: 'transport_observed' },
   ],
+  // A retry out of unknown (an earlier attempt dispatched, no authoritative result): only its success settles.
+  [
+    'a retry out of unknown is answered 200',
+    dispatched({ earlierAttemptUnknown: true, idempotent: true, http: response(200) }),
+    { outcome: 'committed', effect: 'succeeded', outcome_basis: 'complete_response' },
+  ],
+  [
+    'a retry out of unknown is answered 404',
+    dispatched({ earlierAttemptUnknown: true, idempotent: true, http: response(404) }),
+    {
+      outcome: 'unknown',
+      effect: 'unknown_effect',
+      code: 'REMOTE_OUTCOME_UNKNOWN',
+      retry: 'backoff',
+      outcome_basis: 'retry_answer_does_not_settle_earlier_attempt',
+      source: 'remote_response',
+    },
+  ],
+  [
+    'a same-key retry out of unknown is answered 409',
+    dispatched({ earlierAttemptUnknown: true, idempotencyContract: { withinRetention: true }, http: response(409) }),
+    {
+      outcome: 'unknown',
+      retry: 'same_idempotency_key',
+      outcome_basis: 'retry_answer_does_not_settle_earlier_attempt',
+    },
+  ],
+  [
+    'a retry out of unknown is answered 500',
+    dispatched({ earlierAttemptUnknown: true, idempotent: true, http: response(500) }),
+    { outcome: 'unknown', outcome_basis: 'retry_answer_does_not_settle_earlier_attempt' },
+  ],
   [
     'a 408 arrives',
     dispatched({ http: response(408) }),

@@ -9,7 +9,7 @@ import type { LocalGate, OutcomeEvidence, SetupFailure } from './outcome-evidenc
  */
 export function classifyOutcome(e: OutcomeEvidence): Classification {
   if (!e.dispatchStarted) return beforeDispatch(e);
-  const settled = afterDispatch(e);
+  const settled = retryOutOfUnknown(e, afterDispatch(e));
   if (e.deliveryFailed === true && (settled.outcome === 'committed' || settled.outcome === 'rejected')) {
     // The remote result stands; only the handoff failed. Fetching it is a read, never a re-run.
     return {
@@ -381,6 +381,22 @@ function unknown(e: OutcomeEvidence, code: ErrorCode, basis: string): Classifica
     effect: 'unknown_effect',
     outcome_basis: basis,
     source: 'transport_observed',
+  };
+}
+
+/**
+ * A retry's answer is about the retry. Out of unknown it settles the action only as a success: the idempotent repeat or
+ * same-key retry did what the action asked. A refusal or an error status of the retry (a DELETE's repeat answered 404, a
+ * same-key POST answered 409 "in progress" or 429) says nothing of what the earlier attempt did, so the action stays
+ * unknown (DESIGN §3: unknown is left by an idempotent repeat, a same-key retry, a lookup or a person — by what they
+ * establish, not by any answer they get).
+ */
+function retryOutOfUnknown(e: OutcomeEvidence, c: Classification): Classification {
+  if (e.earlierAttemptUnknown !== true || c.outcome === 'unknown') return c;
+  if (c.outcome === 'committed' && c.effect === 'succeeded') return c;
+  return {
+    ...unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'retry_answer_does_not_settle_earlier_attempt'),
+    source: 'remote_response',
   };
 }
 

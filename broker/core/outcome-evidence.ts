@@ -79,6 +79,12 @@ export interface OutcomeEvidence {
   };
   /** DISPATCH_STARTED is durable for the latest attempt. */
   dispatchStarted: boolean;
+  /**
+   * An earlier attempt of this action crossed dispatch and no authoritative result settled it (the latest attempt is a
+   * retry out of unknown): only a success of this attempt settles the action (earlierAttemptUnknown in
+   * report-evidence.ts).
+   */
+  earlierAttemptUnknown?: boolean;
   /** Whether the latest attempt used a fresh or a reused (pooled) connection. */
   connection?: 'fresh' | 'reused';
   /** Some request bytes were handed to the transport (HTTP headers written, SSH exec request sent). */

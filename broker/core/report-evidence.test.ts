@@ -3,6 +3,7 @@ import type { ErrorCode, RetryDisposition } from '../contract/index.js';
 import { classifyOutcome } from './classify-outcome.js';
 import type { OutcomeEvidence, SetupFailure } from './outcome-evidence.js';
 import {
+  earlierAttemptUnknown,
   httpReportEvidence,
   mcpReportEvidence,
   sshReportEvidence,
@@ -387,5 +388,32 @@ const mcpRows: Array<[when: string, report: McpReportFacts, expected: OutcomeEvi
 describe('mcpReportEvidence: one row per report shape', () => {
   it.each(mcpRows)('%s', (_when, report, expected) => {
     expect(mcpReportEvidence(report)).toStrictEqual(expected);
+  });
+});
+
+describe('earlierAttemptUnknown: whether an attempt retries out of unknown', () => {
+  const attempt = (n: number, state: 'dispatched' | 'setup_failed') => ({ n, state });
+  it('the first attempt, or one after attempts that never crossed dispatch, does not', () => {
+    expect(earlierAttemptUnknown({ attempts: [attempt(1, 'dispatched')], lease: null }, 1)).toBe(false);
+    expect(
+      earlierAttemptUnknown({ attempts: [attempt(1, 'setup_failed'), attempt(2, 'dispatched')], lease: null }, 2),
+    ).toBe(false);
+  });
+  it('a retry after a dispatched attempt under an idempotent-repeat or same-key lease does', () => {
+    for (const decision of ['RETRY_NEW_ATTEMPT', 'RETRY_SAME_KEY', null])
+      expect(
+        earlierAttemptUnknown(
+          { attempts: [attempt(1, 'dispatched'), attempt(2, 'dispatched')], lease: { decision } },
+          2,
+        ),
+      ).toBe(true);
+  });
+  it('a retry after an authoritative throttle (RETRY_WHEN_ALLOWED: the earlier attempt was rejected) does not', () => {
+    expect(
+      earlierAttemptUnknown(
+        { attempts: [attempt(1, 'dispatched'), attempt(2, 'dispatched')], lease: { decision: 'RETRY_WHEN_ALLOWED' } },
+        2,
+      ),
+    ).toBe(false);
   });
 });

@@ -36,6 +36,24 @@ export interface HttpReportContext {
   readonly keyExpiresAtMs?: number;
   readonly nowMs: number;
   readonly retryAfterMsMax: number;
+  /** earlierAttemptUnknown() of the action's record before this attempt's outcome. */
+  readonly earlierAttemptUnknown?: boolean;
+}
+
+/**
+ * Whether attempt `attempt` retries out of unknown: an earlier attempt crossed dispatch, and this round's lease was not
+ * taken after an authoritative throttle (RETRY_WHEN_ALLOWED, decideRetry's one way out of a `rejected`). A committed
+ * attempt is never retried, so an earlier dispatched attempt under any other lease left the action unknown.
+ */
+export function earlierAttemptUnknown(
+  state: {
+    readonly attempts: ReadonlyArray<{ readonly n: number; readonly state: string }>;
+    readonly lease: { readonly decision?: string | null } | null;
+  },
+  attempt: number,
+): boolean {
+  if (state.lease?.decision === 'RETRY_WHEN_ALLOWED') return false;
+  return state.attempts.some((a) => a.n < attempt && a.state === 'dispatched');
 }
 
 /** The field a final request the HTTP client would refuse is reported under (never its value: it may hold the secret). */
@@ -54,6 +72,7 @@ export function httpReportEvidence(report: HttpReportFacts, context: HttpReportC
     requestComplete: report.requestComplete,
     transportBroken: report.transportBroken,
     idempotent: context.idempotent,
+    ...(context.earlierAttemptUnknown === true ? { earlierAttemptUnknown: true } : {}),
     ...(report.connection === undefined ? {} : { connection: report.connection }),
     ...(report.setup === undefined ? {} : { setup: report.setup }),
     ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
