@@ -384,6 +384,22 @@ describe('when the remote answers completely', () => {
     });
   });
 
+  it('a same-origin 307 or 308 is returned as it is and not followed, never recorded as a success: the request was not carried out there', async () => {
+    for (const status of [307, 308]) {
+      const s = await server({ kind: 'respond', status, headers: { location: '/api/moved' } });
+      const { envelope, response } = await h.run(localRouteConfig(s.port), post);
+      expect(envelope.effect).toBe('failed');
+      expect(envelope.error).toMatchObject({
+        code: 'REDIRECT_NOT_FOLLOWED',
+        outcome: 'committed',
+        retry: 'after_correction',
+      });
+      expect(response?.status).toBe(status);
+      expect(response?.headers.location).toBe('/api/moved');
+      expect(s.requests).toHaveLength(1);
+    }
+  });
+
   it('bytes as a body and any other undocumented field are refused, named, before anything is sent', async () => {
     const s = await server({ kind: 'respond', status: 200, applyEffect: true });
     const bytes = await h.run(localRouteConfig(s.port), { ...post, body: new Uint8Array([1, 2, 3]) });

@@ -232,6 +232,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'The remote redirected to a destination the route does not allow; it was not followed.',
   },
+  REDIRECT_NOT_FOLLOWED: {
+    from: broker,
+    meaning:
+      "The remote answered a redirect (300, 301, 302, 307 or 308) within the route's own origin: the request was not carried out where it was sent, and Postern follows no redirect. Send it to the Location if that is what was meant.",
+  },
   // result_delivery
   RESULT_DELIVERY_FAILED: {
     from: broker,

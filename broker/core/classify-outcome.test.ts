@@ -368,6 +368,22 @@ const rows: Row[] = [
     dispatched({ http: { informationalOnly: true, framingComplete: false } }),
     { outcome: 'unknown', outcome_basis: 'informational_response_only' },
   ],
+  ...[300, 301, 302, 307, 308].map((status): Row => [
+    `a ${status} within the origin (not followed)`,
+    dispatched({ http: response(status) }),
+    {
+      outcome: 'committed',
+      effect: 'failed',
+      code: 'REDIRECT_NOT_FOLLOWED',
+      retry: 'after_correction',
+      outcome_basis: 'redirect_not_followed_same_origin',
+    },
+  ]),
+  ...[303, 304].map((status): Row => [
+    `a ${status} within the origin answers the request`,
+    dispatched({ http: response(status) }),
+    { outcome: 'committed', effect: 'succeeded', code: null, retry: 'never', outcome_basis: 'complete_response' },
+  ]),
   [
     'a redirect is not allowed',
     dispatched({ http: response(307, { redirectBlocked: true }) }),

@@ -201,7 +201,16 @@ function completeHttpResponse(
   if (status < 400) {
     if (http.redirectBlocked === true)
       return remote('committed', 'failed', 'REDIRECT_BLOCKED', 'after_correction', 'redirect_not_followed');
-    return remote('committed', 'succeeded', null, 'never', 'complete_response');
+    // 303 (See Other) answers the request itself, elsewhere; 304 is a conditional request's success. Every other 3xx
+    // asks for the request to be sent again at another URI: it was not carried out here, so no success is claimed.
+    if (status === 303 || status === 304) return remote('committed', 'succeeded', null, 'never', 'complete_response');
+    return remote(
+      'committed',
+      'failed',
+      'REDIRECT_NOT_FOLLOWED',
+      'after_correction',
+      'redirect_not_followed_same_origin',
+    );
   }
   if (status === 401)
     return remote('rejected', 'rejected', 'REMOTE_AUTH_REJECTED', 'never', 'credential_rejected_by_remote');
