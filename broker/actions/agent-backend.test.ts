@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   agentRouteListSchema,
@@ -181,6 +182,59 @@ describe('when an agent process connects', () => {
     expect(f.queue.isConnected(sessionId)).toBe(true);
     registry.detach(sessionId);
     expect(f.queue.isConnected(sessionId)).toBe(false);
+  });
+
+  it('rows another process writes in the sessions table approve nothing: its own pending session set to approved, a forged approved session for its child (THREAT-MODEL 3)', async () => {
+    alive.add(505);
+    alive.add(506);
+    const own = (await backend.openSession(peer(505), { name: 'agent' })).session_id;
+    const forgedId = 'ses_forged_child_506';
+    const forger = new Database(f.h.temp.path, { timeout: 5_000 });
+    try {
+      const row = forger.prepare('SELECT state FROM sessions WHERE session_id = ?').get(own) as { state: string };
+      const approved = {
+        ...JSON.parse(row.state),
+        status: 'approved',
+        approved_by: 'person:ann (cli, passphrase on tty)',
+      };
+      forger
+        .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
+        .run('approved', JSON.stringify(approved), own);
+      const child = { ...approved, session_id: forgedId, pid: 506, start_time: peer(506).start_time };
+      forger
+        .prepare(
+          'INSERT INTO sessions (session_id, status, pid, start_time, first_seq, last_seq, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run(
+          forgedId,
+          'approved',
+          506,
+          peer(506).start_time,
+          approved.first_seq,
+          approved.last_seq,
+          JSON.stringify(child),
+        );
+    } finally {
+      forger.close();
+    }
+    // Reconnecting, the agent's own session is still pending; the child gets a new pending session, not the forged one.
+    expect((await backend.openSession(peer(505), { name: 'agent' })).session_id).toBe(own);
+    expect(f.h.temp.journal.getSession(own)).toMatchObject({ status: 'pending', approved_by: null, reconnects: 1 });
+    const child = (await backend.openSession(peer(506), { name: 'agent' })).session_id;
+    expect(child).not.toBe(forgedId);
+    expect(f.h.temp.journal.getSession(child)).toMatchObject({ status: 'pending', pid: 506 });
+    // A call on a session-approval route waits for the person: no APPROVED, nothing sent.
+    const answer = actionReply(
+      await backend.call(
+        child,
+        'http_request',
+        { route: 'sess', method: 'POST', path: '/documents/1', body: '{"x":1}', timeout_ms: 1 },
+        never,
+      ),
+    );
+    expect(answer.caller_disposition).toBe('timed_out');
+    expect(f.events(answer.invocation_id).map((e) => e.kind)).not.toContain('APPROVED');
+    expect(f.server.arrivals).toHaveLength(0);
   });
 
   it('a revoked session is refused: its process cannot reconnect and its calls are SESSION_REVOKED', async () => {

@@ -12,6 +12,7 @@ import { storedCountsOf, type ActionRowWrite, type JournalStore } from './journa
 import type { WriteBatch } from './journal-writer.js';
 import type { PlanContext, PlannedUnit } from './plan-unit.js';
 import type { CachedAction, StateCache } from './state-cache.js';
+import type { SessionBook } from './session-book.js';
 
 /**
  * What one commit has planned so far, over what the database holds: each unit is planned against the states the
@@ -41,6 +42,7 @@ export class CommitOverlay {
   constructor(
     private readonly store: JournalStore,
     private readonly cache: Pick<StateCache, 'get'>,
+    private readonly sessionBook: Pick<SessionBook, 'get'>,
     private before: readonly CommitOverlay[] = [],
   ) {}
 
@@ -65,7 +67,7 @@ export class CommitOverlay {
       return this.stored.get(id);
     },
     sessionOf: (id) =>
-      this.sessions.get(id) ?? this.latestOf((overlay) => overlay.sessions.get(id)) ?? this.store.loadSession(id),
+      this.sessions.get(id) ?? this.latestOf((overlay) => overlay.sessions.get(id)) ?? this.sessionBook.get(id),
     idempotencyKeyOf: (route, scope, key) => {
       const keyId = idempotencyKeyId(route, scope, key);
       return (

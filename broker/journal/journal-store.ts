@@ -219,9 +219,7 @@ export class JournalStore implements AuditStore {
     listStates: () => Statement<[number, number], { state: string }>;
     unrecordedIds: () => Statement<[], { action_id: string }>;
     upsertAction: () => Statement<unknown[]>;
-    loadSession: () => Statement<[string], { state: string }>;
     listSessions: () => Statement<[{ statuses: string | null; limit: number }], { state: string }>;
-    findSession: () => Statement<[number, string], { state: string }>;
     upsertSession: () => Statement<[Record<string, unknown>]>;
     unresolvedLaneStates: () => Statement<[], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
@@ -298,12 +296,7 @@ export class JournalStore implements AuditStore {
         SELECT decided_by, decided_at_ms, decided_seq, dispatched_at_ms, settled_at_ms, resolved_at_ms
         FROM actions WHERE action_id = ?`,
       ),
-      loadSession: lazy(db, `SELECT state FROM sessions WHERE session_id = ?`),
       listSessions: lazy(db, listSessionsSql),
-      findSession: lazy(
-        db,
-        `SELECT state FROM sessions WHERE pid = ? AND start_time = ? ORDER BY first_seq DESC LIMIT 1`,
-      ),
       upsertSession: lazy(
         db,
         `
@@ -460,9 +453,11 @@ export class JournalStore implements AuditStore {
       .map((row) => upgradeActionState(row.state));
   }
 
-  loadSession(sessionId: string): SessionState | undefined {
-    const row = this.sql.loadSession().get(sessionId);
-    return row === undefined ? undefined : upgradeSessionState(row.state);
+  /** Every session row, once, as the journal opens (SessionBook); the running broker reads none of them again. */
+  allSessions(): SessionState[] {
+    return (this.db.prepare('SELECT state FROM sessions').all() as Array<{ state: string }>).map((row) =>
+      upgradeSessionState(row.state),
+    );
   }
 
   /** The newest `limit` sessions (of `statuses` when given), oldest first (read newest first, then reversed). */
@@ -481,11 +476,6 @@ export class JournalStore implements AuditStore {
       .all(limit)
       .reverse()
       .map((row) => ({ session: upgradeSessionState(row.state), calls: row.calls, pending: row.pending }));
-  }
-
-  findSessionByProcess(pid: number, startTime: string): SessionState | undefined {
-    const row = this.sql.findSession().get(pid, startTime);
-    return row === undefined ? undefined : upgradeSessionState(row.state);
   }
 
   writeSession(session: SessionState): void {

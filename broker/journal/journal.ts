@@ -66,7 +66,8 @@ import { JournalWriter, type SealFault, type WriteAck, type WriteBatch, type Wri
 import type { BesideOp, BesideResult, BesideWriter } from './beside-rows.js';
 import { WriterThread, type WriterThreadOptions } from './writer-thread.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
-import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
+import { SessionBook } from './session-book.js';
+import { StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
 import { WalSync } from './wal-sync.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
@@ -449,7 +450,8 @@ export class Journal implements BesideWriter {
   private checkpointer: WalCheckpointer | undefined;
   private readonly platform: NodeJS.Platform;
   private readonly stateCache = new StateCache();
-  private readonly sessionCache = new RecentCache<SessionState>(sessionCacheEntriesMax);
+  /** Every session, loaded as the journal opens and moved by its commits: sessions are never read from the table again. */
+  private readonly sessionBook: SessionBook;
   /** Loaded by the first lane read (a journal no dispatcher reads never scans for it), then moved by every commit. */
   private laneTickets: LaneTickets | undefined = undefined;
 
@@ -482,6 +484,7 @@ export class Journal implements BesideWriter {
     this.planSnapshot = { begin: db.prepare('BEGIN'), commit: db.prepare('COMMIT') };
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
+    this.sessionBook = new SessionBook(this.store.allSessions());
     this.audit = new AuditWriter(
       this.store,
       clock,
@@ -876,7 +879,7 @@ export class Journal implements BesideWriter {
 
   getSession(sessionId: string): SessionState | undefined {
     this.requireReadable();
-    return this.sessionCache.get(sessionId) ?? this.store.loadSession(sessionId);
+    return this.sessionBook.get(sessionId);
   }
 
   /**
@@ -885,7 +888,7 @@ export class Journal implements BesideWriter {
    */
   listSessions(options: { status?: SessionState['status'][]; limit?: number } = {}): SessionState[] {
     this.requireReadable();
-    return this.store.listSessions(Math.min(options.limit ?? listActionsMax, listActionsMax), options.status);
+    return this.sessionBook.list(Math.min(options.limit ?? listActionsMax, listActionsMax), options.status);
   }
 
   /**
@@ -895,13 +898,17 @@ export class Journal implements BesideWriter {
    */
   listCountedSessions(): CountedSession[] {
     this.requireCurrent();
-    return this.store.listCountedSessions(listActionsMax);
+    // The figures are the table's; each session is this journal's own (SessionBook), and a row it never wrote is not shown.
+    return this.store.listCountedSessions(listActionsMax).flatMap((row) => {
+      const session = this.sessionBook.get(row.session.session_id);
+      return session === undefined ? [] : [{ ...row, session }];
+    });
   }
 
   /** The session of a live process, if one was recorded (pid + kernel start time). */
   findSessionByProcess(pid: number, startTime: string): SessionState | undefined {
     this.requireReadable();
-    return this.store.findSessionByProcess(pid, startTime);
+    return this.sessionBook.findByProcess(pid, startTime);
   }
 
   /**
@@ -1630,6 +1637,7 @@ export class Journal implements BesideWriter {
     const overlay = new CommitOverlay(
       this.store,
       this.stateCache,
+      this.sessionBook,
       this.inFlight.map((batch) => batch.overlay),
     );
     try {
@@ -1739,7 +1747,7 @@ export class Journal implements BesideWriter {
       this.audit.commitSucceeded(ack);
       this.stateCache.committed(overlay.written());
       if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
-      this.sessionCache.committed(overlay.writtenSessions());
+      this.sessionBook.committed(overlay.writtenSessions());
       this.commits += 1;
       this.eventCount += ack.appended;
       this.lastSeq = lastSeq;

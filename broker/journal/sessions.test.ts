@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../contract/index.js';
 import { projectSessions } from '../core/index.js';
@@ -176,5 +177,62 @@ describe('agent sessions in the journal', () => {
     } finally {
       await reopened.close();
     }
+  });
+});
+
+describe('when another process writes the sessions table while the journal is open (THREAT-MODEL 3)', () => {
+  it('the journal answers from the sessions it wrote: a row inserted for another process, or its own row set to approved, decides nothing', async () => {
+    const t = await temp();
+    await t.journal.appendSession(sessionStartedEvent('ses_agentown_1', 7100));
+    // The agent's own connection to the file: a forged approved session for its child (pid 7200), and its own pending
+    // session set to approved, both in the shape the journal writes.
+    const forger = new Database(t.path, { timeout: 5_000 });
+    try {
+      const own = forger.prepare('SELECT state FROM sessions WHERE session_id = ?').get('ses_agentown_1') as {
+        state: string;
+      };
+      const approvedOwn = { ...JSON.parse(own.state), status: 'approved', approved_by: 'person:ann' };
+      forger
+        .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
+        .run('approved', JSON.stringify(approvedOwn), 'ses_agentown_1');
+      const child = { ...approvedOwn, session_id: 'ses_forgedchild_1', pid: 7200, start_time: '720000', first_seq: 1 };
+      forger
+        .prepare(
+          'INSERT INTO sessions (session_id, status, pid, start_time, first_seq, last_seq, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run('ses_forgedchild_1', 'approved', 7200, '720000', 1, 1, JSON.stringify(child));
+    } finally {
+      forger.close();
+    }
+    // The attack's premise: the table now says both are approved.
+    const tableRows = readStateTables(t.path).sessions as Array<{ session_id: string; status: string }>;
+    expect(tableRows.map((s) => [s.session_id, s.status])).toEqual([
+      ['ses_agentown_1', 'approved'],
+      ['ses_forgedchild_1', 'approved'],
+    ]);
+
+    expect(t.journal.findSessionByProcess(7200, '720000')).toBeUndefined();
+    expect(t.journal.getSession('ses_forgedchild_1')).toBeUndefined();
+    expect(t.journal.getSession('ses_agentown_1')?.status).toBe('pending');
+    expect(t.journal.findSessionByProcess(7100, '710000')?.status).toBe('pending');
+    expect(t.journal.listSessions().map((s) => [s.session_id, s.status])).toEqual([['ses_agentown_1', 'pending']]);
+    expect(t.journal.listCountedSessions().map((c) => [c.session.session_id, c.session.status])).toEqual([
+      ['ses_agentown_1', 'pending'],
+    ]);
+    // Events fold over the journal's own state: a reconnection is counted on the pending session, whose approval is
+    // still a person's to give.
+    const reconnected = await t.journal.appendSession({
+      kind: 'SESSION_RECONNECTED',
+      action_id: 'ses_agentown_1',
+      payload: { client_name: 'claude', client_version: '1' },
+    });
+    expect(reconnected.session).toMatchObject({ status: 'pending', reconnects: 1, approved_by: null });
+    await expect(
+      t.journal.appendSession({
+        kind: 'SESSION_RECONNECTED',
+        action_id: 'ses_forgedchild_1',
+        payload: { client_name: 'claude', client_version: '1' },
+      }),
+    ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
   });
 });

@@ -58,6 +58,3 @@ export class StateCache extends RecentCache<CachedAction> {
     super(entriesMax);
   }
 }
-
-/** Sessions whose state stays in memory (every session event of this run writes its entry). */
-export const sessionCacheEntriesMax = 1_024;
