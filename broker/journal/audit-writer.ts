@@ -80,6 +80,20 @@ export class RunKeyLostError extends CodedError {
   }
 }
 
+/**
+ * Run 0 is the plaintext of events written before encryption existed (migration 004), all before the first sealed
+ * event. A run-0 row anywhere else is one another process inserted — the events table refuses updates and deletes, not
+ * inserts — and its plaintext body would be read as the broker's own record (a process allowlist entry, an admission's
+ * credential and key): refused as a row that fails authentication is.
+ */
+export function refusePlaintextOutsidePrefix(seq: number, plaintextThrough: number): void {
+  if (seq >= 1 && seq <= plaintextThrough) return;
+  throw new CodedError(
+    'INTERNAL',
+    `event ${seq} is unsealed (run 0) outside the journal's plaintext prefix (events 1–${plaintextThrough}), so it failed authentication; run \`postern audit verify\``,
+  );
+}
+
 /** Whether a refusal is about something sealed for good (RunKeyLostError): no unlock, no retry changes it. */
 export function sealedForGood(error: unknown): boolean {
   return error instanceof RunKeyLostError;
@@ -88,7 +102,13 @@ export function sealedForGood(error: unknown): boolean {
 /** What the AuditWriter reads of the audit tables, and the one row it writes itself: its run's start, at open. */
 export type AuditReads = Pick<
   AuditStore,
-  'countEvents' | 'readTree' | 'readKeys' | 'insertRun' | 'readRunSealedKey' | 'lastCheckpointSize'
+  | 'countEvents'
+  | 'readTree'
+  | 'readKeys'
+  | 'insertRun'
+  | 'readRunSealedKey'
+  | 'lastCheckpointSize'
+  | 'plaintextPrefixEnd'
 >;
 
 /** A row another store of the journal file keeps sealed under a run's key (results at rest). */
@@ -125,6 +145,8 @@ export interface RowCipher {
 export class AuditWriter {
   /** The committed tree head: what checkpoints sign. Moved by each commit's ack; decoded only to sign. */
   private committed: TreeHead;
+  /** plaintextPrefixEnd as the journal opened: a run-0 row is opened as plaintext only at seq 1 to this. */
+  private readonly plaintextThrough: number;
   private readonly run: number;
   private readonly runKey: Uint8Array;
   private runKeySealed: boolean;
@@ -151,6 +173,7 @@ export class AuditWriter {
      */
     private readonly writeRows: (op: AuditOp) => void,
   ) {
+    this.plaintextThrough = store.plaintextPrefixEnd();
     const tree = store.readTree();
     const frontier = tree === undefined ? undefined : decodeFrontier(tree.size, tree.frontier);
     if (tree === undefined || frontier === undefined)
@@ -202,7 +225,11 @@ export class AuditWriter {
    * never can (that run never had a key), asked before whether the vault is locked.
    */
   openRow(row: EventRow): JournalEvent {
-    return eventOfBody(row, row.run === 0 ? row.ciphertext : this.decrypt(row));
+    if (row.run === 0) {
+      refusePlaintextOutsidePrefix(row.seq, this.plaintextThrough);
+      return eventOfBody(row, row.ciphertext);
+    }
+    return eventOfBody(row, this.decrypt(row));
   }
 
   /**

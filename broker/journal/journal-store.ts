@@ -170,6 +170,11 @@ export interface AuditStore {
   insertRun(startedAtMs: number, sealedKey: Uint8Array | null): number;
   setRunSealedKey(run: number, sealedKey: Uint8Array): void;
   readRunSealedKey(run: number): Uint8Array | undefined;
+  /**
+   * The last seq of the plaintext prefix: the events migration 004 moved as run 0, which all come before the first
+   * sealed event (0: none). Read as the journal opens.
+   */
+  plaintextPrefixEnd(): number;
   endRun(run: number, atMs: number, reason: string): void;
   lastCheckpointSize(): number;
   insertCheckpoint(checkpoint: CheckpointRow): void;
@@ -426,6 +431,16 @@ export class JournalStore implements AuditStore {
 
   readRunSealedKey(run: number): Uint8Array | undefined {
     return this.sql.readRunSealedKey().get(run)?.sealed_key ?? undefined;
+  }
+
+  plaintextPrefixEnd(): number {
+    // In seq order, stopped at the first sealed row: a journal that began sealed reads one row.
+    const firstSealed = this.db.prepare('SELECT seq FROM events WHERE run <> 0 ORDER BY seq LIMIT 1').get() as
+      { seq: number } | undefined;
+    const row = this.db
+      .prepare('SELECT MAX(seq) AS seq FROM events WHERE run = 0 AND seq >= 1 AND seq < ?')
+      .get(firstSealed?.seq ?? Number.MAX_SAFE_INTEGER) as { seq: number | null };
+    return row.seq ?? 0;
   }
 
   endRun(run: number, atMs: number, reason: string): void {

@@ -1,9 +1,15 @@
 import { openDatabase } from '../ports/open-database.js';
 import { CodedError, type JournalEvent } from '../contract/index.js';
 import { auditHeaderText, encodeAssociatedData } from '../core/index.js';
-import { auditDecryptPurpose, eventOfBody, RunKeyLostError, type AuditVault } from './audit-writer.js';
+import {
+  auditDecryptPurpose,
+  eventOfBody,
+  refusePlaintextOutsidePrefix,
+  RunKeyLostError,
+  type AuditVault,
+} from './audit-writer.js';
 import { decryptPayload, openRunKey, sodiumReady, wipe } from './event-cipher.js';
-import type { EventRow } from './journal-store.js';
+import { JournalStore, type EventRow } from './journal-store.js';
 
 /**
  * Decrypted events in append order from `fromSeq` to `toSeq`, for `postern audit export`: a
@@ -37,10 +43,14 @@ export async function* readDecryptedEvents(
       runKeys.set(run, key);
       return key;
     };
+    const plaintextThrough = new JournalStore(db).plaintextPrefixEnd();
     const rows = db
       .prepare(`SELECT * FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`)
       .iterate(fromSeq, toSeq) as IterableIterator<EventRow>;
-    for (const row of rows) yield openRow(row, row.run === 0 ? undefined : keyOf(row.run));
+    for (const row of rows) {
+      if (row.run === 0) refusePlaintextOutsidePrefix(row.seq, plaintextThrough);
+      yield openRow(row, row.run === 0 ? undefined : keyOf(row.run));
+    }
   } finally {
     wipe(boxSecret);
     for (const key of runKeys.values()) wipe(key);
