@@ -987,17 +987,20 @@ describe('when the broker fails before dispatch, after admission', () => {
 });
 
 describe('when one session keeps many actions open', () => {
+  /** POST /documents/n on `docs` from the session, its caller waiting 1 ms: the action keeps its place. */
+  const postWaiting1ms = (sessionId: string, marker: string) => (n: number) =>
+    backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: `/documents/${n}`, body: `{"marker":"${marker}${n}"}`, timeout_ms: 1 },
+      never,
+    );
+
   it('beyond the bound a call is RATE_LIMITED before admission (nothing journaled); a closed or dispatched one frees a place', async () => {
     await open(undefined, { openActionsMax: 3 });
     const sessionId = await approvedSession(901);
     // Each call's wait ends at once; its action keeps waiting for approval (open, undispatched).
-    const call = (n: number) =>
-      backend.call(
-        sessionId,
-        'http_request',
-        { route: 'docs', method: 'POST', path: `/documents/${n}`, body: `{"marker":"m${n}"}`, timeout_ms: 1 },
-        never,
-      );
+    const call = postWaiting1ms(sessionId, 'm');
     const waiting = [actionReply(await call(1)), actionReply(await call(2)), actionReply(await call(3))];
     expect(waiting.map((r) => r.caller_disposition)).toEqual(['timed_out', 'timed_out', 'timed_out']);
     const before = f.h.temp.journal.stats().events;
@@ -1049,13 +1052,7 @@ describe('when one session keeps many actions open', () => {
     ].join('\n');
     await open(undefined, { config: localRouteConfig(remote.port, lanes), openActionsMax: 3, runningActionsMax: 5 });
     const sessionId = await approvedSession(903);
-    const call = (n: number) =>
-      backend.call(
-        sessionId,
-        'http_request',
-        { route: 'docs', method: 'POST', path: `/documents/${n}`, body: `{"marker":"r${n}"}`, timeout_ms: 1 },
-        never,
-      );
+    const call = postWaiting1ms(sessionId, 'r');
     const held: string[] = [];
     for (let n = 1; n <= 5; n += 1) {
       const answer = actionReply(await call(n));
