@@ -104,6 +104,7 @@ describe('the Approvals view when the broker stops under a waiting card', () => 
     d.daemon = await startDaemon(d.dataDir, { port: d.daemon.port });
     await page.getByTestId('sign-in-view').waitFor();
     await page.getByTestId('sign-in-url').fill(d.daemon.operatorUrl);
+    await page.getByTestId('sign-in-code').fill(d.daemon.signInCode);
     await page.getByTestId('sign-in-submit').click();
     await page.getByRole('tab', { name: /^Approvals/ }).click();
     for (const closed of [b, c]) {

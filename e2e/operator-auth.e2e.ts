@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { signInCodeLabel } from '../broker/host/http-host.js';
+import { printedSignInCode, repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
 import {
   assertRendererBuilt,
   browserStorageOf,
@@ -14,6 +15,7 @@ import {
   launchChromium,
   openOperatorPage,
   sessionSecretFor,
+  typeSignInCode,
   type OperatorPage,
 } from './fixtures/browser.js';
 
@@ -222,11 +224,22 @@ describe('when the signed-in operator opens a page an agent serves on another po
 
     // The first printed URL was spent long ago: the page says so and stays signed out.
     await page.getByTestId('sign-in-url').fill(daemon.operatorUrl);
+    await page.getByTestId('sign-in-code').fill(daemon.signInCode);
     await page.getByTestId('sign-in-submit').click();
     await page.locator('[data-testid="sign-in-error"][data-code="SIGN_IN_USED"]').waitFor();
     expect(await page.getByTestId('sign-in-url').inputValue()).toBe('');
+    expect(await page.getByTestId('sign-in-code').inputValue()).toBe('');
 
-    await page.getByTestId('sign-in-url').fill(nextPrintedUrl());
+    // The next URL with a mistyped code: refused, the URL keeps its other tries.
+    const next = nextPrinted();
+    await page.getByTestId('sign-in-url').fill(next.url);
+    await page.getByTestId('sign-in-code').fill(otherCode(next.code));
+    await page.getByTestId('sign-in-submit').click();
+    await page.locator('[data-testid="sign-in-error"][data-code="SIGN_IN_CODE_WRONG"]').waitFor();
+    expect(await page.getByTestId('approvals-view').count()).toBe(0);
+
+    await page.getByTestId('sign-in-url').fill(next.url);
+    await page.getByTestId('sign-in-code').fill(next.code);
     await page.getByTestId('sign-in-submit').click();
     await page.getByTestId('approvals-view').waitFor();
     expect(await page.getByRole('tab', { name: /^Approvals/ }).getAttribute('aria-selected')).toBe('true');
@@ -236,22 +249,37 @@ describe('when the signed-in operator opens a page an agent serves on another po
     await context.close();
   });
 
-  it('the next printed URL with a #view signs in and opens that view (the fragment never reaches the server)', async () => {
+  it('the next printed URL with a #view asks for its code only, and opens that view (the fragment never reaches the server)', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(`${nextPrintedUrl()}#/activity/events`);
+    const next = nextPrinted();
+    await page.goto(`${next.url}#/activity/events`);
+    // The token left the address (and the tab's history) at once; the page asks for the code, not for a URL.
     await page.waitForURL(`${daemon.origin}/#/activity/events`);
+    await page.getByTestId('sign-in-code-intro').waitFor();
+    expect(await page.getByTestId('sign-in-url').count()).toBe(0);
+    expect(await page.getByTestId('activity-view').count()).toBe(0);
+    await typeSignInCode(page, next.code);
     await page.getByTestId('activity-view').waitFor();
     expect(await browserStorageOf(page)).toEqual({ session: [], local: [], cookie: '' });
     await context.close();
   });
 });
 
-/** The newest sign-in URL the daemon printed on its terminal (it prints the next one each time one is used). */
-function nextPrintedUrl(): string {
+/**
+ * The newest sign-in URL the daemon printed on its terminal and the code printed beside it (it prints the next ones
+ * each time one is used).
+ */
+function nextPrinted(): { url: string; code: string } {
   const line = daemon.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): '));
   if (line === undefined) throw new Error(`no next sign-in URL was printed:\n${daemon.process.stdout}`);
-  return line.slice('Operator UI (next sign-in): '.length);
+  const code = printedSignInCode(daemon.process.stdoutLines, `${signInCodeLabel} (next sign-in): `);
+  return { url: line.slice('Operator UI (next sign-in): '.length), code };
+}
+
+/** A code that is not this one (its last digit moved on). */
+function otherCode(code: string): string {
+  return code.slice(0, -1) + String((Number(code.slice(-1)) + 1) % 10);
 }
 
 /** Every file under `dir` holding `secret` as UTF-8, UTF-16 (how Chromium keeps DOM storage) or Latin-1 bytes. */
@@ -283,11 +311,10 @@ describe("when a same-user agent reads the operator's browser profile on disk", 
     });
     try {
       const page = await context.newPage();
-      const answer = await page.goto(nextPrintedUrl());
-      const session = /<meta name="postern-session" content="([A-Za-z0-9_-]{43})"/.exec(
-        (await answer?.text()) ?? '',
-      )?.[1];
-      expect(session).toBeDefined();
+      const next = nextPrinted();
+      await page.goto(next.url);
+      const session = await typeSignInCode(page, next.code);
+      expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
       await page.getByTestId('status-data-dir').waitFor();
       // The control: a value this test puts in the origin's sessionStorage. Once it is on disk, Chromium has written
       // the origin's storage out, so a session kept there would be on disk too.
@@ -325,6 +352,7 @@ describe('when the daemon restarts under a signed-in tab', () => {
       await page.getByTestId('sign-in-view').waitFor();
       expect(page.url()).toBe(`${origin}/#/activity/events`);
       await page.getByTestId('sign-in-url').fill(running.operatorUrl);
+      await page.getByTestId('sign-in-code').fill(running.signInCode);
       await page.getByTestId('sign-in-submit').click();
       await page.getByTestId('activity-view').waitFor();
       expect(page.url()).toBe(`${origin}/#/activity/events`);

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { brokerStatusSchema } from '../broker/contract/index.js';
-import { PosternProcess, startDaemon } from './support/postern-process.js';
+import { PosternProcess, signInAsProgram, startDaemon } from './support/postern-process.js';
 
 /** `postern` as a real subprocess: node bin/postern.mjs, tsx, commander, the host, real sockets. */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-cli-'));
@@ -136,13 +136,8 @@ describe.concurrent('postern daemon', () => {
 
       const denied = await fetch(`${daemon.origin}/api/status`);
       expect(denied.status).toBe(401);
-      // The printed token signs in once, for a session secret; only that opens the API.
-      const signIn = await fetch(`${daemon.origin}/auth/session`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ token: daemon.token }),
-      });
-      const { value } = (await signIn.json()) as { value: { session: string } };
+      // The printed token and the code printed beside it sign in once, for a session secret; only that opens the API.
+      const value = { session: await signInAsProgram(daemon) };
       expect(
         (await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${daemon.token}` } })).status,
       ).toBe(401);
@@ -164,7 +159,7 @@ describe.concurrent('postern daemon', () => {
     },
   );
 
-  it('prints the token exactly once, in the operator URL line, and never on stderr', async () => {
+  it('prints the token exactly once, in the operator URL line, and the code once, beside it and never in it; neither on stderr', async () => {
     const daemon = await startDaemon(freshDir());
     await daemon.process.stop();
     const everything = `${daemon.process.stdout}\n${daemon.process.stderr}`;
@@ -172,6 +167,13 @@ describe.concurrent('postern daemon', () => {
     expect(daemon.process.stdoutLines.filter((line) => line.includes(daemon.token))).toEqual([
       `Operator UI: ${daemon.operatorUrl}`,
     ]);
+    expect(daemon.signInCode).toMatch(/^\d{4}-\d{4}$/);
+    expect(everything.split(daemon.signInCode).length - 1).toBe(1);
+    expect(daemon.operatorUrl).not.toContain(daemon.signInCode.replace('-', ''));
+    const urlLine = daemon.process.stdoutLines.indexOf(`Operator UI: ${daemon.operatorUrl}`);
+    expect(daemon.process.stdoutLines[urlLine + 1]).toMatch(
+      new RegExp(`^Sign-in code: ${daemon.signInCode} \\(type it on the page; it is not in the URL`),
+    );
   });
 
   it('mints a different token on every run', async () => {

@@ -12,7 +12,14 @@ import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
 import { openVault, type KdfStrength } from '../broker/vault/index.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { runOnTerminal } from './support/operator-terminal.js';
-import { posternBin, runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import {
+  posternBin,
+  printedSignInCode,
+  runPostern,
+  signInAsProgram,
+  startDaemon,
+  type RunningDaemon,
+} from './support/postern-process.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
 import { unlockAsPerson } from './support/person-decision.js';
 
@@ -418,12 +425,7 @@ describe('when the daemon was started with a passphrase file (headless, no opt-o
     expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
 
     // What the refusal points to: the operator UI the daemon printed decides, recorded as the web session.
-    const signIn = await fetch(`${rig.daemon.origin}/auth/session`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ token: rig.daemon.token }),
-    });
-    const { value } = (await signIn.json()) as { value: { session: string } };
+    const value = { session: await signInAsProgram(rig.daemon) };
     const approved = await fetch(`${rig.daemon.origin}/api/approvals.approve`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${value.session}` },
@@ -565,4 +567,117 @@ describe("when a same-user process rewrites the vault's key row with a passphras
       ours.close();
     }
   }, 120_000);
+});
+
+describe("when the operator opens the printed link and a same-user process reads it from the browser's command line", () => {
+  let rig: Rig | undefined;
+  beforeAll(async () => {
+    // A passphrase file: the web UI is the only way this daemon takes a person's decision.
+    rig = await openRig('argv-link', { unattended: false, kdf: 'min', unlock: 'passphrase_file' });
+  }, 90_000);
+  afterAll(() => rig?.stop(), 30_000);
+
+  /**
+   * The attacker, detached (setsid): polls every process's /proc/<pid>/cmdline for this daemon's sign-in URL, as
+   * `xdg-open` and the browser get it, signs in with the token it read (without a code, then guessing codes), and
+   * approves the card with whatever session it got. Prints what it found and what each step answered.
+   */
+  const readLinkAndApprove = async (r: Rig, ticket: number): Promise<Record<string, unknown>> => {
+    const script = path.join(scratch, 'argv-attacker.cjs');
+    writeFileSync(
+      script,
+      `const fs = require('node:fs');
+       const [origin, ticket] = process.argv.slice(2);
+       const needle = origin + '/?token=';
+       const found = () => {
+         for (const pid of fs.readdirSync('/proc')) {
+           if (!/^\\d+$/.test(pid) || Number(pid) === process.pid) continue;
+           let argv = '';
+           try { argv = fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8'); } catch { continue; }
+           const at = argv.indexOf(needle);
+           if (at >= 0) return argv.slice(at + needle.length).split(/[\\0#&]/)[0];
+         }
+         return undefined;
+       };
+       const post = async (p, body, headers = {}) => {
+         const a = await fetch(origin + p, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
+         return { status: a.status, body: await a.json() };
+       };
+       (async () => {
+         let token;
+         for (const until = Date.now() + 20000; token === undefined && Date.now() < until; ) {
+           token = found();
+           if (token === undefined) await new Promise((r) => setTimeout(r, 5));
+         }
+         const tries = [await post('/auth/session', { token })];
+         for (const code of ['0000-0000', '1234-5678', '9999-9999']) tries.push(await post('/auth/session', { token, code }));
+         const sessions = tries.map((t) => t.body.value && t.body.value.session).filter(Boolean);
+         const approvals = [];
+         for (const s of [token, ...sessions]) approvals.push(await post('/api/approvals.approve', { ticket: Number(ticket) }, { Authorization: 'Bearer ' + s }));
+         process.stdout.write(JSON.stringify({ token, tries, sessions, approvals }) + '\\n');
+       })();`,
+    );
+    const node = `'${process.execPath}' '${script}' '${r.daemon.origin}' '${ticket}'`;
+    const run = await detached(
+      (_postern, out) => `setsid sh -c "${node} > '${out}' 2>&1; echo exit=\\$? >> '${out}'" </dev/null &`,
+      'argv-attacker',
+    );
+    expect(run.code, run.output).toBe(0);
+    return JSON.parse(run.output.split('\n')[0] ?? '') as Record<string, unknown>;
+  };
+
+  it("the token it reads signs nothing in: no guessed code opens it, nothing is approved, the operator is warned; the person's code signs in and decides", async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    const card = await pendingCard(rig, 'argv-link');
+    const attack = readLinkAndApprove(rig, card.ticket);
+    // The person clicks the printed link: the browser is started with the URL on its command line, as xdg-open does.
+    const browser = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)', '--', rig.daemon.operatorUrl], {
+      stdio: 'ignore',
+    });
+    let got: Record<string, unknown>;
+    try {
+      got = await attack;
+    } finally {
+      browser.kill();
+    }
+    // The attack ran: it read the very token the daemon printed.
+    expect(got['token']).toBe(rig.daemon.token);
+    expect(got['sessions']).toEqual([]);
+    expect(got['tries']).toEqual([
+      { status: 400, body: { ok: false, error: expect.objectContaining({ code: 'INVALID_ARGUMENT' }) } },
+      // Three guesses at 10^8 codes (a right one would fail this test, 3 times in 10^8 runs).
+      ...[1, 2, 3].map(() => ({
+        status: 401,
+        body: { ok: false, error: expect.objectContaining({ code: 'SIGN_IN_CODE_WRONG' }) },
+      })),
+    ]);
+    expect(got['approvals']).toEqual([{ status: 401, body: expect.objectContaining({ ok: false }) }]);
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+    expect(
+      (await callOperator(rig.dataDir, 'approvals.list', {})).cards.find((c) => c.ticket === card.ticket)?.state,
+    ).toBe('pending');
+    // Told on the operator's terminal, the third miss with the URL spent.
+    expect(rig.daemon.process.stderr).toContain(
+      'a sign-in presented the current URL with a wrong code (the URL is spent)',
+    );
+
+    // The person's tab, with the code they read on the terminal: the guessed-out URL says it was used; the next
+    // printed URL and code sign in, and the decision is the person's.
+    await expect(signInAsProgram(rig.daemon)).rejects.toThrow('SIGN_IN_USED');
+    const next = rig.daemon.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): ')) ?? '';
+    const session = await signInAsProgram({
+      origin: rig.daemon.origin,
+      token: new URL(next.slice('Operator UI (next sign-in): '.length)).searchParams.get('token') ?? '',
+      signInCode: printedSignInCode(rig.daemon.process.stdoutLines, 'Sign-in code (next sign-in): '),
+    });
+    const approved = await fetch(`${rig.daemon.origin}/api/approvals.approve`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${session}` },
+      body: JSON.stringify({ ticket: card.ticket }),
+    });
+    expect(approved.status, await approved.clone().text()).toBe(200);
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([
+      `by person:${os.userInfo().username} (web, operator session)`,
+    ]);
+  }, 60_000);
 });

@@ -14,6 +14,7 @@ import {
   posternBin,
   repoRoot,
   runPostern,
+  signInAsProgram,
   startDaemon,
   type CommandRun,
   type RunningDaemon,
@@ -55,18 +56,12 @@ async function run(args: string[], stdin = '', env: Record<string, string> = {})
 const vault = (...args: string[]): string[] => ['vault', ...args, '--data-dir', dataDir];
 const withPassphrase = (...args: string[]): string[] => [...vault(...args), '--passphrase-file', passphraseFile];
 
-/** The printed token signs in once (POST /auth/session); the session secret is kept per daemon. */
+/** The printed token and code sign in once (POST /auth/session); the session secret is kept per daemon. */
 const sessions = new WeakMap<RunningDaemon, Promise<string>>();
 function sessionOf(daemon: RunningDaemon): Promise<string> {
   const known = sessions.get(daemon);
   if (known !== undefined) return known;
-  const signIn = fetch(`${daemon.origin}/auth/session`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ token: daemon.token }),
-  })
-    .then((answer) => answer.json() as Promise<{ value: { session: string } }>)
-    .then((reply) => reply.value.session);
+  const signIn = signInAsProgram(daemon);
   sessions.set(daemon, signIn);
   return signIn;
 }

@@ -10,8 +10,10 @@ import {
   drainPollMs,
   hardenProcess,
   shutDownRuntime,
+  signInCodeLabel,
   startOperatorHttpHost,
   type OperatorHttpHost,
+  type OperatorHttpHostOptions,
 } from '../host/index.js';
 import { systemClock, type CredentialInfo } from '../ports/index.js';
 import type { CliIo } from './cli-io.js';
@@ -80,7 +82,7 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
       port: port.value,
       changes: runtime.changes,
       // Each URL signs in once; the next one goes only to this terminal (the operator's own), never to a file or the UI.
-      onSignIn: (next) => io.out(`Operator UI (next sign-in): ${next}`),
+      ...signInNotices(io),
     });
   } catch (error) {
     await runtime.close();
@@ -95,8 +97,12 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
     io.err(
       'warning: the operator UI is not built (dist/renderer is missing); run `npm run build:renderer`. The API works.',
     );
-  // The only place the token is ever printed: the operator's own terminal.
+  // The only place the token and the code are ever printed: the operator's own terminal. The code is never in the URL:
+  // opening the URL puts it on a command line every process of the user reads; the person types the code.
   io.out(`Operator UI: ${host.operatorUrl}`);
+  io.out(
+    `${signInCodeLabel}: ${host.signInCode} (type it on the page; it is not in the URL, so a program that reads the link cannot sign in)`,
+  );
   io.event({ event: 'ready', mode: 'headless', origin: host.origin, port: host.port, data_dir: dataDir });
 
   if (!startedParked())
@@ -202,4 +208,23 @@ function listenError(error: unknown, port: ChosenPort): unknown {
   if (code === 'EACCES')
     return new CodedError('INVALID_ARGUMENT', `not allowed to listen on port ${value}${hint}`, { field, cause: error });
   return error;
+}
+
+/** What the operator's terminal is told as sign-ins spend URLs: the next URL and code, and each wrong code. */
+function signInNotices(io: CliIo): Pick<OperatorHttpHostOptions, 'onSignIn' | 'onWrongCode'> {
+  return {
+    onSignIn: (next) => {
+      io.out(`Operator UI (next sign-in): ${next.url}`);
+      io.out(`${signInCodeLabel} (next sign-in): ${next.code}`);
+    },
+    onWrongCode: (attemptsLeft) => {
+      const left =
+        attemptsLeft === 0 ? 'the URL is spent' : `${attemptsLeft} more ${attemptsLeft === 1 ? 'try' : 'tries'}`;
+      io.err(
+        `warning: a sign-in presented the current URL with a wrong code (${left}). If that was not you mistyping, a ` +
+          'program running as you read the link: a browser is started with the URL on its command line, which every ' +
+          'process of your user can read. The code was not in it.',
+      );
+    },
+  };
 }

@@ -437,6 +437,12 @@ export const errorCodeRegistry = {
     meaning:
       'The printed sign-in URL was already exchanged for a session; it works once. The daemon printed the next one on its terminal.',
   },
+  SIGN_IN_CODE_WRONG: {
+    from: host,
+    meaning:
+      'The sign-in URL was right but the code typed with it was not the one printed beside it. A URL takes 3 wrong codes, then it ' +
+      'is spent and the daemon prints a new URL and code. If you did not mistype, a program read the link from a command line.',
+  },
   MALFORMED_PATH: { from: host, meaning: 'The request target is not a path this host can parse.' },
   HOST_NOT_ALLOWED: {
     from: host,
@@ -520,6 +526,11 @@ export const errorCodeRegistry = {
     meaning:
       "What was pasted to sign a tab in is neither a sign-in URL of this broker's operator host nor the token in one.",
   },
+  SIGN_IN_CODE_INVALID: {
+    from: operatorUi,
+    meaning:
+      'What was typed as the sign-in code is not 8 digits; the daemon prints it beside each sign-in URL (`Sign-in code: 1234-5678`). Nothing was sent.',
+  },
   BROKER_NOT_RUNNING: {
     from: sdk,
     meaning: 'No Postern broker is listening on the socket; start one with `postern daemon --data-dir DIR`.',
@@ -582,6 +593,7 @@ export const hostHttpStatus = {
   INTERNAL: 500,
   UNAUTHENTICATED: 401,
   SIGN_IN_USED: 401,
+  SIGN_IN_CODE_WRONG: 401,
   MALFORMED_PATH: 400,
   HOST_NOT_ALLOWED: 421,
   CROSS_SITE_REFUSED: 403,

@@ -6,15 +6,21 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBrokerRuntime, type BrokerRuntime } from './broker-runtime.js';
 import { guardConnections } from './connection-guard.js';
-import { sessionPath, startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpLimits } from './http-host.js';
-import { sessionsMax } from './access-token.js';
+import {
+  sessionPath,
+  startOperatorHttpHost,
+  type OperatorHttpHost,
+  type OperatorHttpHostOptions,
+  type OperatorHttpLimits,
+  type SignInLink,
+} from './http-host.js';
+import { signInCodeAttemptsMax, sessionsMax } from './access-token.js';
 import { createOperatorHandlers } from './operator-handlers.js';
-import { sameOriginPath, signInDocument } from './sign-in-page.js';
 
 /**
- * The operator host's sign-in and bounds, attacked: a replayed or stolen sign-in URL, a request
- * that tries to turn the sign-in into a redirect off the origin, malformed paths, and a flood of
- * silent connections. Real hosts on 127.0.0.1, a real runtime behind them.
+ * The operator host's sign-in and bounds, attacked: a replayed or stolen sign-in URL (read from a browser's command
+ * line, where every process of the user can), guessed codes, malformed paths, and a flood of silent connections. Real
+ * hosts on 127.0.0.1, a real runtime behind them.
  */
 interface Answer {
   status: number;
@@ -58,14 +64,21 @@ function sendRaw(port: number, target: string): Promise<string> {
   });
 }
 
-const sessionIn = (page: string): string | undefined =>
-  /name="postern-session" content="([A-Za-z0-9_-]{43})"/.exec(page)?.[1];
-const nextIn = (page: string): string | undefined => /data-next="([^"]*)"/.exec(page)?.[1];
 const postSession = (
   port: number,
-  token: string,
+  signIn: { token: string; code?: string },
   headers: Record<string, string> = { 'Content-Type': 'application/json' },
-): Promise<Answer> => send(port, sessionPath, { method: 'POST', headers, body: JSON.stringify({ token }) });
+): Promise<Answer> => send(port, sessionPath, { method: 'POST', headers, body: JSON.stringify(signIn) });
+/** The session secret a sign-in answered, or undefined when it was refused. */
+const sessionOf = (answer: Answer): string | undefined =>
+  answer.status === 200 ? (JSON.parse(answer.body) as { value: { session: string } }).value.session : undefined;
+/** The sign-in the host expects now (its token from the current URL, and the code printed beside it). */
+const currentOf = (host: OperatorHttpHost): { token: string; code: string } => {
+  const { url, code } = host.currentSignIn();
+  return { token: new URL(url).searchParams.get('token') ?? '', code };
+};
+const signInNow = async (host: OperatorHttpHost): Promise<string | undefined> =>
+  sessionOf(await postSession(host.port, currentOf(host)));
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-host-auth-'));
 /** A built operator UI: the page the printed URL is answered with, the sign-in element added. */
@@ -85,7 +98,7 @@ afterAll(async () => {
 
 async function freshHost(
   limits: Partial<OperatorHttpLimits> = {},
-  onSignIn?: (next: string) => void,
+  told: Pick<OperatorHttpHostOptions, 'onSignIn' | 'onWrongCode'> = {},
   ui: 'built' | 'not built' = 'built',
 ): Promise<OperatorHttpHost> {
   if (runtimes.length === 0)
@@ -103,61 +116,100 @@ async function freshHost(
     rendererDir: ui === 'built' ? rendererDir : path.join(scratch, 'no-renderer'),
     port: 0,
     limits,
-    ...(onSignIn === undefined ? {} : { onSignIn }),
+    ...told,
   });
   hosts.push(host);
   return host;
 }
 
 describe('when the printed URL is opened', () => {
-  it("answers once with the UI's page holding a fresh session secret (no cookie, no redirect, not cached); the secret opens the API", async () => {
+  it("answers the UI's own page as built, with no session in it, no cookie, no redirect, not cached; nothing is spent", async () => {
     const host = await freshHost();
     const page = await send(host.port, `/?token=${host.token}`);
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.body).toBe(uiPage);
+    expect(page.body).not.toContain(host.signInCode);
     expect(page.headers['set-cookie']).toBeUndefined();
     expect(page.headers.location).toBeUndefined();
     expect(page.headers['cache-control']).toBe('no-store');
     expect(page.headers['referrer-policy']).toBe('no-referrer');
-    // The UI's own page, the secret first in its head, so the UI's script finds it when it starts.
-    const session = sessionIn(page.body);
-    expect(page.body).toBe(signInDocument(uiPage, session ?? '', '/'));
-    expect(page.body.indexOf('name="postern-session"')).toBeLessThan(page.body.indexOf('<title>'));
-    expect(page.body.indexOf('name="postern-session"')).toBeGreaterThan(page.body.indexOf('<head>'));
-    expect(session).toBeDefined();
+    // Opening it again (a reload before the code was typed) still shows the page, and the sign-in still works.
+    expect((await send(host.port, `/?token=${host.token}`)).status).toBe(200);
+    const session = sessionOf(await postSession(host.port, { token: host.token, code: host.signInCode }));
+    expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(session).not.toBe(host.token);
-    expect(nextIn(page.body)).toBe('/');
     expect(
       (await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session ?? ''}` } })).status,
     ).toBe(200);
   });
 
-  it('refuses the same URL a second time with a page that says it was used and what to do, and never hands out a second secret', async () => {
+  it(`signs nothing in with the URL alone: a program that read it from a command line gets ${signInCodeAttemptsMax} guesses at the code, each told to the operator, and the last spends the URL`, async () => {
+    const spent: SignInLink[] = [];
+    const wrong: number[] = [];
+    const host = await freshHost({}, { onSignIn: (next) => spent.push(next), onWrongCode: (left) => wrong.push(left) });
+    const stolen = host.token;
+    const noCode = await send(host.port, sessionPath, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: stolen }),
+    });
+    expect(noCode.status).toBe(400);
+    expect(JSON.parse(noCode.body)).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT' } });
+    expect(JSON.parse(noCode.body).error.message).toContain('code is missing');
+    // Guesses that differ from the printed code in their last digit, typed in each accepted shape.
+    const digits = host.signInCode.replace('-', '');
+    const guessed = (n: number): string => digits.slice(0, 7) + String((Number(digits.slice(7)) + n) % 10);
+    const guesses = [guessed(1), `${guessed(2).slice(0, 4)}-${guessed(2).slice(4)}`, ` ${guessed(3)} `];
+    const answers: Answer[] = [];
+    for (const guess of guesses) answers.push(await postSession(host.port, { token: stolen, code: guess }));
+    expect(answers.map((a) => [a.status, (JSON.parse(a.body) as { error: { code: string } }).error.code])).toEqual(
+      answers.map(() => [401, 'SIGN_IN_CODE_WRONG']),
+    );
+    expect(answers.at(-1)?.body).toContain('spent');
+    expect(wrong).toEqual([2, 1, 0]);
+    // Spent: the right code no longer opens it, for the program or for the person; the operator was told the next one.
+    expect(JSON.parse((await postSession(host.port, { token: stolen, code: host.signInCode })).body)).toMatchObject({
+      error: { code: 'SIGN_IN_USED' },
+    });
+    expect((await send(host.port, `/?token=${stolen}`)).status).toBe(401);
+    expect(spent).toHaveLength(1);
+    expect(spent[0]?.url).not.toContain(stolen);
+    expect(spent[0]?.url).not.toContain(spent[0]?.code ?? '-');
+    expect(spent[0]).toEqual(host.currentSignIn());
+    expect(await signInNow(host)).toBeDefined();
+  });
+
+  it('refuses a used URL a second time with a page that says it was used and what to do, and never hands out a second secret', async () => {
     const host = await freshHost();
-    expect((await send(host.port, `/?token=${host.token}`)).status).toBe(200);
+    expect(await signInNow(host)).toBeDefined();
     const again = await send(host.port, `/?token=${host.token}`);
     expect(again.status).toBe(401);
     expect(again.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(again.body).toContain('SIGN_IN_USED');
     expect(again.body).toContain('already used');
     expect(again.body).toContain('printed a new URL');
-    expect(sessionIn(again.body)).toBeUndefined();
-    const program = await postSession(host.port, host.token);
+    const program = await postSession(host.port, { token: host.token, code: host.signInCode });
     expect(program.status).toBe(401);
     expect(JSON.parse(program.body)).toMatchObject({ ok: false, error: { code: 'SIGN_IN_USED' } });
   });
 
-  it('tells the operator the next URL after each sign-in: a second tab signs in with it, once, and both tabs stay signed in', async () => {
-    const told: string[] = [];
-    const host = await freshHost({}, (next) => told.push(next));
-    const first = sessionIn((await send(host.port, `/?token=${host.token}`)).body) ?? '';
+  it('tells the operator the next URL and code after each sign-in: a second tab signs in with them, once, and both tabs stay signed in', async () => {
+    const told: SignInLink[] = [];
+    const host = await freshHost({}, { onSignIn: (next) => told.push(next) });
+    const first = sessionOf(await postSession(host.port, { token: host.token, code: host.signInCode })) ?? '';
     expect(told).toHaveLength(1);
-    const next = new URL(told[0] ?? '');
+    const next = new URL(told[0]?.url ?? '');
     expect(next.origin).toBe(host.origin);
     const nextToken = next.searchParams.get('token') ?? '';
     expect(nextToken).not.toBe(host.token);
-    expect(host.currentOperatorUrl()).toBe(told[0]);
-    const second = sessionIn((await send(host.port, `/?token=${nextToken}`)).body) ?? '';
+    expect(told[0]?.code).toMatch(/^\d{4}-\d{4}$/);
+    expect(host.currentSignIn()).toEqual(told[0]);
+    // The first URL's code does not open the next URL.
+    if (told[0]?.code !== host.signInCode)
+      expect((await postSession(host.port, { token: nextToken, code: host.signInCode })).status).toBe(401);
+    const second = sessionOf(await postSession(host.port, { token: nextToken, code: told.at(-1)?.code ?? '' })) ?? '';
+    expect(second).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(second).not.toBe(first);
     expect((await send(host.port, `/?token=${nextToken}`)).status).toBe(401);
     for (const session of [first, second]) {
@@ -173,26 +225,30 @@ describe('when the printed URL is opened', () => {
   it(`keeps at most ${sessionsMax} tabs signed in: one more signs the oldest out`, async () => {
     const host = await freshHost();
     const sessions: string[] = [];
-    for (let i = 0; i <= sessionsMax; i += 1) {
-      const token = new URL(host.currentOperatorUrl()).searchParams.get('token') ?? '';
-      sessions.push(sessionIn((await send(host.port, `/?token=${token}`)).body) ?? '');
-    }
+    for (let i = 0; i <= sessionsMax; i += 1) sessions.push((await signInNow(host)) ?? '');
     const status = (session: string): Promise<number> =>
       send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } }).then((r) => r.status);
     expect(await status(sessions[0] ?? '')).toBe(401);
     expect(await status(sessions.at(-1) ?? '')).toBe(200);
   });
 
-  it('never accepts the sign-in token as an API credential, before or after its exchange', async () => {
+  it('never accepts the sign-in token or code as an API credential, before or after its exchange', async () => {
     const host = await freshHost();
     const asBearer = { headers: { Authorization: `Bearer ${host.token}` } };
     expect((await send(host.port, '/api/status', asBearer)).status).toBe(401);
-    expect((await send(host.port, `/?token=${host.token}`)).status).toBe(200);
+    expect(
+      (await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${host.signInCode}` } })).status,
+    ).toBe(401);
+    expect(await signInNow(host)).toBeDefined();
     expect((await send(host.port, '/api/approvals.list', asBearer)).status).toBe(401);
   });
 
   it.each<[string, (host: OperatorHttpHost) => Promise<number>]>([
     ['a wrong token', async (h) => (await send(h.port, `/?token=${'A'.repeat(43)}`)).status],
+    [
+      'a wrong token with the right code',
+      async (h) => (await postSession(h.port, { token: 'A'.repeat(43), code: h.signInCode })).status,
+    ],
     [
       'the right token behind a rebinding Host header',
       async (h) => (await send(h.port, `/?token=${h.token}`, { headers: { Host: `evil.example:${h.port}` } })).status,
@@ -207,50 +263,32 @@ describe('when the printed URL is opened', () => {
       async (h) => (await send(h.port, `/.//evil.example/x?token=${h.token}`)).status,
     ],
     [
-      'a cross-origin program exchange',
+      'a cross-origin exchange',
       async (h) =>
-        (await postSession(h.port, h.token, { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:1' }))
-          .status,
+        (
+          await postSession(
+            h.port,
+            { token: h.token, code: h.signInCode },
+            { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:1' },
+          )
+        ).status,
     ],
     [
-      'a text/plain program exchange',
-      async (h) => (await postSession(h.port, h.token, { 'Content-Type': 'text/plain' })).status,
+      'a text/plain exchange',
+      async (h) =>
+        (await postSession(h.port, { token: h.token, code: h.signInCode }, { 'Content-Type': 'text/plain' })).status,
     ],
-  ])('refuses %s and leaves the token unspent for the operator', async (_when, attempt) => {
+  ])('refuses %s and leaves the URL and all its tries for the operator', async (_when, attempt) => {
     const host = await freshHost();
     expect(await attempt(host)).toBeGreaterThanOrEqual(400);
-    const page = await send(host.port, `/?token=${host.token}`);
-    expect(page.status).toBe(200);
-    expect(sessionIn(page.body)).toBeDefined();
-  });
-
-  it('lets a program exchange the token by POST, once', async () => {
-    const host = await freshHost();
-    const first = await postSession(host.port, host.token);
-    expect(first.status).toBe(200);
-    const session = (JSON.parse(first.body) as { value: { session: string } }).value.session;
-    expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } })).status).toBe(
-      200,
-    );
-    expect((await postSession(host.port, host.token)).status).toBe(401);
-    expect((await send(host.port, `/?token=${host.token}`)).status).toBe(401);
+    expect((await send(host.port, `/?token=${host.token}`)).status).toBe(200);
+    for (let miss = 1; miss < signInCodeAttemptsMax; miss += 1)
+      expect((await postSession(host.port, { token: host.token, code: 'x' })).status).toBe(401);
+    expect(sessionOf(await postSession(host.port, { token: host.token, code: host.signInCode }))).toBeDefined();
   });
 });
 
-describe('where sign-in sends the browser next', () => {
-  it.each([
-    ['/?view=status&token=T', '/?view=status'],
-    ['/?token=T', '/'],
-    ['/a/../?token=T', '/'],
-  ])('%s → %s, a path on this origin, and no Location header at all', async (target, next) => {
-    const host = await freshHost();
-    const page = await send(host.port, target.replace('token=T', `token=${host.token}`));
-    expect(page.status).toBe(200);
-    expect(page.headers.location).toBeUndefined();
-    expect(nextIn(page.body)).toBe(next);
-  });
-
+describe('which addresses open the sign-in', () => {
   it.each(['/index.html?token=T', '/a/b?token=T'])(
     'answers %s, off the UI page\'s path (its assets are relative to "/"), with 404 and leaves the token unspent',
     async (target) => {
@@ -258,8 +296,7 @@ describe('where sign-in sends the browser next', () => {
       const answer = await send(host.port, target.replace('token=T', `token=${host.token}`));
       expect(answer.status).toBe(404);
       expect(answer.body).toContain('NOT_FOUND');
-      expect(answer.body).not.toContain('postern-session');
-      expect(sessionIn((await send(host.port, `/?token=${host.token}`)).body)).toBeDefined();
+      expect(await signInNow(host)).toBeDefined();
     },
   );
 
@@ -276,30 +313,14 @@ describe('where sign-in sends the browser next', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer).toContain('MALFORMED_PATH');
     expect(answer.toLowerCase()).not.toContain('location:');
-    expect(answer).not.toContain('postern-session');
-  });
-
-  it.each([
-    ['/', ''],
-    ['/a/b', '?c=d'],
-    ['//evil.example/x', ''],
-    ['/\\evil.example/x', ''],
-    ['\\\\evil.example', ''],
-    ['', '?x'],
-  ])('sameOriginPath(%j, %j) starts with exactly one "/"', (pathname, search) => {
-    const next = sameOriginPath(pathname, search);
-    expect(next).toMatch(/^\/(?![/\\])/);
-    if (/^\/(?![/\\])/.test(pathname)) expect(next).toBe(pathname + search);
-    else expect(next).toBe('/');
   });
 
   it('answers the printed URL with RENDERER_NOT_BUILT while the UI is not built, and leaves the token for a program', async () => {
-    const host = await freshHost({}, undefined, 'not built');
+    const host = await freshHost({}, {}, 'not built');
     const page = await send(host.port, `/?token=${host.token}`);
     expect(page.status).toBe(503);
     expect(page.body).toContain('RENDERER_NOT_BUILT');
-    expect(page.body).not.toContain('postern-session');
-    expect((await postSession(host.port, host.token)).status).toBe(200);
+    expect(await signInNow(host)).toBeDefined();
   });
 });
 
@@ -363,7 +384,7 @@ describe('when a local process floods the host with connections that never send 
 
   it(`holds at most ${limits.connectionsMax} open, still answers the operator within ${apiAnswerMsMax} ms, and closes the silent ones by the headers timeout`, async () => {
     const host = await freshHost(limits);
-    const signedIn = await postSession(host.port, host.token);
+    const signedIn = await postSession(host.port, { token: host.token, code: host.signInCode });
     const auth = {
       Authorization: `Bearer ${(JSON.parse(signedIn.body) as { value: { session: string } }).value.session}`,
     };
@@ -400,8 +421,11 @@ describe('when a local process floods the host with connections that never send 
 
   it('closes a request whose body stalls by the request timeout', async () => {
     const host = await freshHost({ ...limits, requestTimeoutMs: 2_000, headersTimeoutMs: 1_000 });
-    const { session } = (JSON.parse((await postSession(host.port, host.token)).body) as { value: { session: string } })
-      .value;
+    const { session } = (
+      JSON.parse((await postSession(host.port, { token: host.token, code: host.signInCode })).body) as {
+        value: { session: string };
+      }
+    ).value;
     const socket = connect(host.port, '127.0.0.1');
     const closedAt = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
     let text = '';

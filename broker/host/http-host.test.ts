@@ -64,7 +64,7 @@ async function signIn(host: OperatorHttpHost): Promise<Record<string, string>> {
   const answer = await fetch(`${host.origin}${sessionPath}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ token: host.token }),
+    body: JSON.stringify({ token: host.token, code: host.signInCode }),
   });
   const reply = (await answer.json()) as { ok: boolean; value: { session: string } };
   if (!reply.ok) throw new Error(`sign-in refused: ${answer.status}`);

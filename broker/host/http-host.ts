@@ -8,11 +8,16 @@ import {
   type HostErrorCode,
   type Reply,
 } from '../contract/index.js';
-import { bearerToken, mintAccessToken, OperatorSecrets } from './access-token.js';
+import {
+  bearerToken,
+  mintAccessToken,
+  mintSignInCode,
+  OperatorSecrets,
+  signInCodeAttemptsMax,
+} from './access-token.js';
 import type { ChangeFeed } from './change-feed.js';
 import { guardConnections, type ConnectionCounts, type ConnectionGuard } from './connection-guard.js';
 import type { OperatorHandlers } from './operator-handlers.js';
-import { sameOriginPath, signInDocument } from './sign-in-page.js';
 import { loadStaticAssets, type StaticAsset } from './static-assets.js';
 
 export interface OperatorHttpHostOptions {
@@ -21,13 +26,20 @@ export interface OperatorHttpHostOptions {
   rendererDir: string;
   /** 0 picks an ephemeral port. */
   port: number;
-  /** Tests may fix the sign-in token; the daemon always mints a fresh one. */
+  /** Tests may fix the first sign-in token and code; the daemon always mints fresh ones. */
   token?: string;
+  signInCode?: string;
   /**
-   * Told the next sign-in URL after every sign-in (each URL works once): the daemon prints it on the operator's own
-   * terminal, so another tab or window signs in without a restart.
+   * Told the next sign-in URL and code whenever the current ones are spent: by a sign-in (each URL works once) or by
+   * signInCodeAttemptsMax wrong codes. The daemon prints them on the operator's own terminal, so another tab or window
+   * signs in without a restart.
    */
-  onSignIn?: (nextOperatorUrl: string) => void;
+  onSignIn?: (next: SignInLink) => void;
+  /**
+   * Told each wrong code presented with the current URL: the daemon warns on its terminal, since a person who did not
+   * mistype it learns that a program read the link. `attemptsLeft` 0: the URL is spent (onSignIn follows).
+   */
+  onWrongCode?: (attemptsLeft: number) => void;
   /** Tests shorten the timeouts; the daemon uses operatorHttpLimits. */
   limits?: Partial<OperatorHttpLimits>;
   /** The runtime's change feed, streamed at GET /api/events; without it that path is a 404 like any unknown method. */
@@ -39,14 +51,16 @@ export interface OperatorHttpHost {
   /** http://127.0.0.1:PORT */
   readonly origin: string;
   /**
-   * The origin with `/?token=…`: signs in one browser tab, once. A secret until then: print it
-   * once, to the operator, and nowhere else.
+   * The origin with `/?token=…`: opens the sign-in of one browser tab, once, together with signInCode. Print it once,
+   * to the operator, and nowhere else.
    */
   readonly operatorUrl: string;
-  /** The sign-in token; it grants nothing but one exchange (GET operatorUrl or POST /auth/session). */
+  /** The sign-in token; with the code it grants nothing but one exchange (POST /auth/session). */
   readonly token: string;
-  /** The URL the next sign-in must use (the first one until it is used; then each sign-in rotates it). */
-  currentOperatorUrl(): string;
+  /** The code printed beside operatorUrl (never in it): the person types it on the page. */
+  readonly signInCode: string;
+  /** The URL and code the next sign-in must use (the first ones until they are spent; then each sign-in rotates them). */
+  currentSignIn(): SignInLink;
   readonly rendererBuilt: boolean;
   /** What the connection cap has done so far. */
   connections(): ConnectionCounts;
@@ -55,6 +69,15 @@ export interface OperatorHttpHost {
   /** Stops accepting connections, lets in-flight requests finish (bounded), then resolves. */
   close(): Promise<void>;
 }
+
+/** A printed sign-in: the URL (its token can be read from a browser's command line) and the code typed beside it. */
+export interface SignInLink {
+  url: string;
+  code: string;
+}
+
+/** How the daemon labels the code on its terminal: `Sign-in code: 1234-5678 …` (tests and benches read the line). */
+export const signInCodeLabel = 'Sign-in code';
 
 export const listenHost = '127.0.0.1';
 export const closeGraceMs = 2_000;
@@ -117,7 +140,8 @@ const apiBodyBytesMax = 64 * 1024;
  */
 export async function startOperatorHttpHost(options: OperatorHttpHostOptions): Promise<OperatorHttpHost> {
   const token = options.token ?? mintAccessToken();
-  const secrets = new OperatorSecrets(token);
+  const signInCode = options.signInCode ?? mintSignInCode();
+  const secrets = new OperatorSecrets(token, signInCode);
   const limits = { ...operatorHttpLimits, ...options.limits };
   const assets = loadStaticAssets(options.rendererDir);
   const server = createServer({
@@ -133,13 +157,14 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
   const events = { changes: options.changes, streams, limits };
   let port = 0;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const signedIn = (): void => options.onSignIn?.(`http://${listenHost}:${port}/?token=${secrets.currentToken}`);
-    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, signedIn, events }).catch(
-      () => {
-        if (!res.headersSent) sendError(res, 'INTERNAL', 'The host failed while answering.');
-        else res.destroy();
-      },
-    );
+    const notify: SignInNotices = {
+      spent: () => options.onSignIn?.(signInLink(port, secrets)),
+      wrongCode: (attemptsLeft) => options.onWrongCode?.(attemptsLeft),
+    };
+    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, notify, events }).catch(() => {
+      if (!res.headersSent) sendError(res, 'INTERNAL', 'The host failed while answering.');
+      else res.destroy();
+    });
   });
   port = await listen(server, options.port);
   const origin = `http://${listenHost}:${port}`;
@@ -148,7 +173,8 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
     origin,
     operatorUrl: `${origin}/?token=${token}`,
     token,
-    currentOperatorUrl: () => `${origin}/?token=${secrets.currentToken}`,
+    signInCode,
+    currentSignIn: () => signInLink(port, secrets),
     rendererBuilt: assets.has('/index.html'),
     connections: () => guard.counts(),
     eventStreams: () => streams.size,
@@ -160,13 +186,22 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
   };
 }
 
+function signInLink(port: number, secrets: OperatorSecrets): SignInLink {
+  return { url: `http://${listenHost}:${port}/?token=${secrets.currentToken}`, code: secrets.currentCode };
+}
+
+interface SignInNotices {
+  /** The token and code were spent (a sign-in, or too many wrong codes): tell the operator the next ones. */
+  spent: () => void;
+  wrongCode: (attemptsLeft: number) => void;
+}
+
 interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   port: number;
   secrets: OperatorSecrets;
-  /** A sign-in rotated the token: tell the operator the next URL. */
-  signedIn: () => void;
+  notify: SignInNotices;
   guard: ConnectionGuard;
   assets: ReadonlyMap<string, StaticAsset>;
   handlers: OperatorHandlers;
@@ -192,12 +227,12 @@ async function handleRequest(ctx: RequestContext): Promise<void> {
     return;
   }
   if (url.pathname === sessionPath) {
-    await exchangeForProgram(ctx);
+    await exchangeForSession(ctx);
     return;
   }
   const presented = url.searchParams.get('token');
   if (presented !== null) {
-    exchangeForBrowser(ctx, url, presented);
+    openSignIn(ctx, url, presented);
     return;
   }
   if (url.pathname.startsWith('/api/')) {
@@ -243,7 +278,7 @@ function hostAllowed(host: string | undefined, port: number): boolean {
   return normalized === `127.0.0.1:${port}` || normalized === `localhost:${port}`;
 }
 
-/** Programs sign in here: POST {"token": T} answers {ok, value: {session}} once. */
+/** Pages and programs sign in here: POST {"token": T, "code": C} answers {ok, value: {session}} once. */
 export const sessionPath = '/auth/session';
 
 const usedMessage =
@@ -251,13 +286,13 @@ const usedMessage =
   'terminal when it was used; if that was not you, someone else holds your URLs: stop the daemon and start it again.';
 
 /**
- * The printed URL in a browser: answered with the operator UI's page carrying the fresh session secret
- * (sign-in-page.ts), which the page takes into memory; the token is dead from here on. Only at "/", where the UI's
- * page lives (its assets are relative to it), and only once the UI is built: otherwise the token is not spent. A GET
- * that is not a browser's navigation (a prefetch) would spend it too; Chromium does not prefetch a URL it has never
- * seen.
+ * The printed URL in a browser: answered with the operator UI's own page, which takes the token out of the address
+ * into its memory (renderer/src/api/page-session.ts) and asks for the code printed beside the URL. Nothing is spent:
+ * the token alone signs nothing in, since opening the URL put it on a command line every process of the user reads.
+ * A spent or foreign token is refused here already, so the person learns at once. Only at "/", where the UI's page
+ * lives (its assets are relative to it), and only once the UI is built.
  */
-function exchangeForBrowser(ctx: RequestContext, url: URL, presented: string): void {
+function openSignIn(ctx: RequestContext, url: URL, presented: string): void {
   const { req, res, secrets } = ctx;
   if (req.method !== 'GET') {
     sendError(res, 'METHOD_NOT_ALLOWED', 'Open the sign-in URL with GET, in a browser.', url.pathname);
@@ -272,24 +307,15 @@ function exchangeForBrowser(ctx: RequestContext, url: URL, presented: string): v
     sendError(res, 'RENDERER_NOT_BUILT', 'The operator UI is not built: run `npm run build:renderer`.', url.pathname);
     return;
   }
-  const exchanged = secrets.exchange(presented);
-  if (!exchanged.ok) {
-    if (exchanged.reason === 'used') sendError(res, 'SIGN_IN_USED', usedMessage, url.pathname);
-    else sendError(res, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', url.pathname);
-    return;
-  }
-  ctx.signedIn();
-  url.searchParams.delete('token');
-  const next = sameOriginPath(url.pathname, url.search);
-  sendBody(
-    res,
-    'GET',
-    page.contentType,
-    Buffer.from(signInDocument(page.body.toString('utf8'), exchanged.session, next)),
-  );
+  const state = secrets.tokenState(presented);
+  if (state === 'used') sendError(res, 'SIGN_IN_USED', usedMessage, url.pathname);
+  else if (state === 'wrong') sendError(res, 'UNAUTHENTICATED', wrongTokenMessage, url.pathname);
+  else sendBody(res, 'GET', page.contentType, page.body);
 }
 
-async function exchangeForProgram(ctx: RequestContext): Promise<void> {
+const wrongTokenMessage = 'The token is not valid for this run of the broker.';
+
+async function exchangeForSession(ctx: RequestContext): Promise<void> {
   const { req, res, secrets } = ctx;
   if (req.method !== 'POST') {
     res.setHeader('Allow', 'POST');
@@ -298,16 +324,39 @@ async function exchangeForProgram(ctx: RequestContext): Promise<void> {
   }
   const input = await readJsonWrite(req, res, sessionPath);
   if (input === undefined) return;
-  const presented = (input as { token?: unknown } | null)?.token;
-  if (typeof presented !== 'string') {
-    sendError(res, 'INVALID_ARGUMENT', 'The body must be {"token": "<the token from the printed URL>"}.', sessionPath);
+  const { token, code } = (input ?? {}) as { token?: unknown; code?: unknown };
+  if (typeof token !== 'string' || typeof code !== 'string') {
+    sendError(
+      res,
+      'INVALID_ARGUMENT',
+      `The body must be {"token": "<the token from the printed URL>", "code": "<the sign-in code printed beside it>"}: ` +
+        `${typeof token !== 'string' ? 'token' : 'code'} is missing or not a string.`,
+      sessionPath,
+    );
     return;
   }
-  const exchanged = secrets.exchange(presented);
-  if (exchanged.ok) ctx.signedIn();
-  if (exchanged.ok) sendJson(res, 200, { ok: true, value: { session: exchanged.session } });
-  else if (exchanged.reason === 'used') sendError(res, 'SIGN_IN_USED', usedMessage, sessionPath);
-  else sendError(res, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', sessionPath);
+  const exchanged = secrets.exchange(token, code);
+  if (exchanged.ok) {
+    ctx.notify.spent();
+    sendJson(res, 200, { ok: true, value: { session: exchanged.session } });
+  } else if (exchanged.reason === 'code_wrong') {
+    ctx.notify.wrongCode(exchanged.attemptsLeft);
+    if (exchanged.attemptsLeft === 0) ctx.notify.spent();
+    sendError(res, 'SIGN_IN_CODE_WRONG', codeWrongMessage(exchanged.attemptsLeft), sessionPath);
+  } else if (exchanged.reason === 'used') sendError(res, 'SIGN_IN_USED', usedMessage, sessionPath);
+  else sendError(res, 'UNAUTHENTICATED', wrongTokenMessage, sessionPath);
+}
+
+function codeWrongMessage(attemptsLeft: number): string {
+  const spent =
+    attemptsLeft === 0
+      ? `That was the ${signInCodeAttemptsMax}th wrong code for this URL, so it is spent: the daemon printed a new URL ` +
+        'and code on its terminal.'
+      : `This URL takes ${attemptsLeft} more ${attemptsLeft === 1 ? 'try' : 'tries'}.`;
+  return (
+    `The sign-in code does not match the one printed beside this URL. ${spent} If you typed it right, a program on ` +
+    "this machine read the link (a browser's command line is readable by every process of your user)."
+  );
 }
 
 /** The change feed as Server-Sent Events, behind the same session secret as every /api call. */

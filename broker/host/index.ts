@@ -24,7 +24,13 @@ export { chooseKeyProtector, keyProtectorBackend, type KeyProtectorDecision } fr
 export type { VaultKeyProtection, VaultKeyProtector } from '../ports/index.js';
 export type { OperatorBroker } from './operator-broker.js';
 export { resolveDataDir, ensureDataDir, type DataDirInputs } from './data-dir.js';
-export { startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpHostOptions } from './http-host.js';
+export {
+  signInCodeLabel,
+  startOperatorHttpHost,
+  type OperatorHttpHost,
+  type OperatorHttpHostOptions,
+  type SignInLink,
+} from './http-host.js';
 export { contentSecurityPolicy, securityHeaders } from './http-host.js';
 export {
   controlSocketFileName,

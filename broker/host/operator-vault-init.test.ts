@@ -194,7 +194,7 @@ describe('vault.init through the operator handlers', () => {
     const signIn = await fetch(`${host.origin}${sessionPath}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ token: host.token }),
+      body: JSON.stringify({ token: host.token, code: host.signInCode }),
     });
     const { session } = ((await signIn.json()) as { value: { session: string } }).value;
     const post = (method: string, input: unknown, auth = `Bearer ${session}`): Promise<Response> =>

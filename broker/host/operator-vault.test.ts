@@ -124,7 +124,7 @@ describe('the vault methods of the operator API', () => {
     const signIn = await fetch(`${host.origin}${sessionPath}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ token: host.token }),
+      body: JSON.stringify({ token: host.token, code: host.signInCode }),
     });
     const { session } = ((await signIn.json()) as { value: { session: string } }).value;
     const post = async (method: string, input: unknown): Promise<{ status: number; text: string }> => {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { inspectorPortParked } from '../../broker/core/index.js';
+import { signInCodeLabel } from '../../broker/host/http-host.js';
 
 export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
 export const posternBin = path.join(repoRoot, 'bin', 'postern.mjs');
@@ -145,7 +146,44 @@ export interface RunningDaemon {
   /** The tokened operator URL, read from the one stdout line that carries it. */
   operatorUrl: string;
   token: string;
+  /** The sign-in code printed beside the URL (`Sign-in code: 1234-5678 …`), never in it. */
+  signInCode: string;
   ready: Record<string, unknown>;
+}
+
+/** Each printed operator URL's code, so a helper given only the URL (e2e/fixtures/browser.ts) can sign in with it. */
+const signInCodes = new Map<string, string>();
+
+/** The code the daemon printed beside this operator URL (startDaemon read it). */
+export function signInCodeFor(operatorUrl: string): string {
+  const code = signInCodes.get(operatorUrl);
+  if (code === undefined)
+    throw new Error(`no sign-in code was printed beside ${operatorUrl} (not started by startDaemon?)`);
+  return code;
+}
+
+/** The code on the newest stdout line that starts with `prefix` (`Sign-in code: ` or its next-sign-in form). */
+export function printedSignInCode(lines: readonly string[], prefix: string): string {
+  const line = lines.findLast((l) => l.startsWith(prefix));
+  const code = line === undefined ? undefined : /^\d{4}-\d{4}/.exec(line.slice(prefix.length))?.[0];
+  if (code === undefined) throw new Error(`no "${prefix}" line with a code on stdout:\n${lines.join('\n')}`);
+  return code;
+}
+
+/**
+ * A program's sign-in on a daemon's operator host: POST /auth/session with the printed token and the code printed
+ * beside it. Resolves to the session secret; a refusal throws with the host's answer.
+ */
+export async function signInAsProgram(daemon: Pick<RunningDaemon, 'origin' | 'token' | 'signInCode'>): Promise<string> {
+  const answer = await fetch(`${daemon.origin}/auth/session`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token: daemon.token, code: daemon.signInCode }),
+  });
+  const reply = (await answer.json()) as { ok: boolean; value?: { session?: unknown } };
+  if (!reply.ok || typeof reply.value?.session !== 'string')
+    throw new Error(`signing in answered ${answer.status}: ${JSON.stringify(reply)}`);
+  return reply.value.session;
 }
 
 /** Starts `postern <command> --data-dir DIR --port 0` and waits for its ready event. */
@@ -172,7 +210,9 @@ export async function startDaemon(
     const url = new URL(operatorUrl);
     const token = url.searchParams.get('token');
     if (token === null) throw new Error(`the operator URL has no token: ${operatorUrl}`);
-    return { process: proc, origin: url.origin, port: Number(url.port), operatorUrl, token, ready };
+    const signInCode = printedSignInCode(proc.stdoutLines, `${signInCodeLabel}: `);
+    signInCodes.set(operatorUrl, signInCode);
+    return { process: proc, origin: url.origin, port: Number(url.port), operatorUrl, token, signInCode, ready };
   } catch (error) {
     await proc.stop('SIGKILL');
     throw error;

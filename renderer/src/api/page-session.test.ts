@@ -1,16 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { legacyOperatorSessionKey, operatorSignInMeta } from '../../../broker/contract/operator-sign-in.js';
-import { signInWithPasted, takeSignIn, type SignInWindow } from './page-session.js';
+import { signInWithCode, takeSignIn, type SignInWindow } from './page-session.js';
 
-/** A window whose document may hold the host's sign-in element; records what the sign-in did to it. */
-function windowWith(meta: { content: string; next?: string } | undefined, hash = '') {
+/** A window whose document may hold a session element and whose address a token; records what the sign-in did. */
+function windowWith(meta: { content: string } | undefined, hash = '', address = { pathname: '/', search: '' }) {
   const done = { removed: false, replacedWith: [] as string[], storageRemoved: [] as string[], asked: [] as string[] };
   const element =
     meta === undefined
       ? null
       : {
-          getAttribute: (name: string) =>
-            name === 'content' ? meta.content : name === 'data-next' ? (meta.next ?? null) : null,
+          getAttribute: (name: string) => (name === 'content' ? meta.content : null),
           remove: () => (done.removed = true),
         };
   const win = {
@@ -23,29 +22,50 @@ function windowWith(meta: { content: string; next?: string } | undefined, hash =
     history: {
       replaceState: (_data: unknown, _unused: string, url?: string | URL | null) => done.replacedWith.push(String(url)),
     },
-    location: { hash },
+    location: { hash, ...address },
     sessionStorage: { removeItem: (key: string) => done.storageRemoved.push(key) },
   } as unknown as SignInWindow;
   return { win, done };
 }
 
+const token = 'T'.repeat(43);
+
 describe('takeSignIn', () => {
-  it('holds the secret from the sign-in element, removes the element and puts the path asked for (with its #view) in place of the tokened URL', () => {
-    const { win, done } = windowWith({ content: 'SECRET-CANARY', next: '/' }, '#/activity/events');
+  it('takes the printed token out of the address into memory, keeping the rest of the query and the #view', () => {
+    const { win, done } = windowWith(undefined, '#/activity/events', {
+      pathname: '/',
+      search: `?view=x&token=${token}`,
+    });
+    const session = takeSignIn(win);
+    expect(session.addressToken()).toBe(token);
+    expect(session.secret()).toBeNull();
+    expect(done.replacedWith).toEqual(['/?view=x#/activity/events']);
+  });
+
+  it('takes a token of the wrong shape out of the address too, and keeps none', () => {
+    const { win, done } = windowWith(undefined, '', { pathname: '/', search: '?token=abc' });
+    expect(takeSignIn(win).addressToken()).toBeNull();
+    expect(done.replacedWith).toEqual(['/']);
+  });
+
+  it('holds the secret from a session element and removes the element', () => {
+    const { win, done } = windowWith({ content: 'SECRET-CANARY' }, '#/activity/events');
     const session = takeSignIn(win);
     expect(session.secret()).toBe('SECRET-CANARY');
     expect(done.removed).toBe(true);
-    expect(done.replacedWith).toEqual(['/#/activity/events']);
+    expect(done.replacedWith).toEqual([]);
   });
 
-  it('leaves a page without the element signed out, its URL as it is', () => {
+  it('leaves a page without the element or a token signed out, its URL as it is', () => {
     const { win, done } = windowWith(undefined);
-    expect(takeSignIn(win).secret()).toBeNull();
+    const session = takeSignIn(win);
+    expect(session.secret()).toBeNull();
+    expect(session.addressToken()).toBeNull();
     expect(done.replacedWith).toEqual([]);
   });
 
   it('deletes a secret an earlier build left in sessionStorage, signed in or not', () => {
-    for (const meta of [undefined, { content: 'S', next: '/' }]) {
+    for (const meta of [undefined, { content: 'S' }]) {
       const { win, done } = windowWith(meta);
       takeSignIn(win);
       expect(done.storageRemoved).toEqual([legacyOperatorSessionKey]);
@@ -53,7 +73,7 @@ describe('takeSignIn', () => {
   });
 
   it('still signs in where storage refuses to be touched', () => {
-    const { win } = windowWith({ content: 'S', next: '/' });
+    const { win } = windowWith({ content: 'S' });
     const refusing = {
       ...win,
       sessionStorage: {
@@ -68,7 +88,7 @@ describe('takeSignIn', () => {
 
 describe('the page session', () => {
   it('tells its listeners when it is signed in and when the host refuses its secret, and forgets only that secret', () => {
-    const session = takeSignIn(windowWith({ content: 'FIRST', next: '/' }).win);
+    const session = takeSignIn(windowWith({ content: 'FIRST' }).win);
     const heard: Array<string | null> = [];
     const stop = session.subscribe(() => heard.push(session.secret()));
     session.refused('SOMETHING-ELSE');
@@ -82,9 +102,9 @@ describe('the page session', () => {
   });
 });
 
-describe('signing a tab in with a pasted URL', () => {
+describe('signing a tab in with the printed URL and its code', () => {
   const origin = 'http://127.0.0.1:4100';
-  const token = 'T'.repeat(43);
+  const code = '1234-5678';
 
   /** The host's answers, scripted; records each request. */
   function hostAnswering(answer: () => Response | Promise<Response>) {
@@ -95,17 +115,22 @@ describe('signing a tab in with a pasted URL', () => {
     }) as typeof fetch;
     return { fetchFn, requests };
   }
+  const opened = () => takeSignIn(windowWith(undefined, '', { pathname: '/', search: `?token=${token}` }).win);
+  const signedIn = () => Response.json({ ok: true, value: { session: 'S'.repeat(43) } });
 
   it.each([
-    ['the printed URL', `${origin}/?token=${token}`],
+    ['the token of the address the page was opened with', undefined],
+    ['the printed URL, pasted', `${origin}/?token=${token}`],
     ['the printed URL with a #view and spaces around it', `  ${origin}/?token=${token}#/activity  `],
     ['the bare token', token],
-  ])('exchanges the token in %s by POST and holds the secret it gets', async (_what, pasted) => {
-    const { fetchFn, requests } = hostAnswering(() => Response.json({ ok: true, value: { session: 'S'.repeat(43) } }));
-    const session = takeSignIn(windowWith(undefined).win);
-    expect(await signInWithPasted(pasted, origin, fetchFn, session)).toEqual({ ok: true, value: null });
-    expect(requests).toEqual([{ url: '/auth/session', body: { token } }]);
+  ])('sends %s with the typed code by POST and holds the secret it gets', async (_what, url) => {
+    const { fetchFn, requests } = hostAnswering(signedIn);
+    const session = url === undefined ? opened() : takeSignIn(windowWith(undefined).win);
+    const input = url === undefined ? { code: ' 1234-5678 ' } : { url, code };
+    expect(await signInWithCode(input, origin, fetchFn, session)).toEqual({ ok: true, value: null });
+    expect(requests).toEqual([{ url: '/auth/session', body: { token, code: '12345678' } }]);
     expect(session.secret()).toBe('S'.repeat(43));
+    expect(session.addressToken()).toBeNull();
   });
 
   it.each([
@@ -113,10 +138,10 @@ describe('signing a tab in with a pasted URL', () => {
     ['a URL of another port', `http://127.0.0.1:4101/?token=${token}`],
     ['a URL without a token', `${origin}/`],
     ['a URL with a token of the wrong shape', `${origin}/?token=abc`],
-  ])('refuses %s with SIGN_IN_URL_INVALID and sends nothing', async (_what, pasted) => {
-    const { fetchFn, requests } = hostAnswering(() => Response.json({ ok: true, value: { session: 'S' } }));
+  ])('refuses %s with SIGN_IN_URL_INVALID and sends nothing', async (_what, url) => {
+    const { fetchFn, requests } = hostAnswering(signedIn);
     const session = takeSignIn(windowWith(undefined).win);
-    expect(await signInWithPasted(pasted, origin, fetchFn, session)).toMatchObject({
+    expect(await signInWithCode({ url, code }, origin, fetchFn, session)).toMatchObject({
       ok: false,
       error: { code: 'SIGN_IN_URL_INVALID' },
     });
@@ -124,19 +149,59 @@ describe('signing a tab in with a pasted URL', () => {
     expect(session.secret()).toBeNull();
   });
 
-  it.each<[string, () => Response | Promise<Response>, string]>([
+  it('asks for a URL when the page was not opened with one, and sends nothing', async () => {
+    const { fetchFn, requests } = hostAnswering(signedIn);
+    expect(await signInWithCode({ code }, origin, fetchFn, takeSignIn(windowWith(undefined).win))).toMatchObject({
+      ok: false,
+      error: { code: 'SIGN_IN_URL_INVALID' },
+    });
+    expect(requests).toEqual([]);
+  });
+
+  it.each(['', '1234', '1234-567x', '123456789'])(
+    'refuses the code %j with SIGN_IN_CODE_INVALID and sends nothing',
+    async (typed) => {
+      const { fetchFn, requests } = hostAnswering(signedIn);
+      const session = opened();
+      expect(await signInWithCode({ code: typed }, origin, fetchFn, session)).toMatchObject({
+        ok: false,
+        error: { code: 'SIGN_IN_CODE_INVALID' },
+      });
+      expect(requests).toEqual([]);
+      expect(session.addressToken()).toBe(token);
+    },
+  );
+
+  it.each<[string, () => Response | Promise<Response>, string, 'kept' | 'dropped']>([
+    [
+      'a wrong code',
+      () => Response.json({ ok: false, error: { code: 'SIGN_IN_CODE_WRONG', message: 'wrong' } }, { status: 401 }),
+      'SIGN_IN_CODE_WRONG',
+      'kept',
+    ],
     [
       'a used URL',
       () => Response.json({ ok: false, error: { code: 'SIGN_IN_USED', message: 'already used' } }, { status: 401 }),
       'SIGN_IN_USED',
+      'dropped',
     ],
-    ['no answer', () => Promise.reject(new TypeError('Failed to fetch')), 'BROKER_UNREACHABLE'],
-    ['an answer that is not JSON', () => new Response('<html>', { status: 502 }), 'BAD_REPLY'],
-    ['an answer without a session', () => Response.json({ ok: true, value: {} }), 'BAD_REPLY'],
-  ])('answers %s with its code and stays signed out', async (_what, answer, code) => {
+    [
+      "another run's URL",
+      () => Response.json({ ok: false, error: { code: 'UNAUTHENTICATED', message: 'no' } }, { status: 401 }),
+      'UNAUTHENTICATED',
+      'dropped',
+    ],
+    ['no answer', () => Promise.reject(new TypeError('Failed to fetch')), 'BROKER_UNREACHABLE', 'kept'],
+    ['an answer that is not JSON', () => new Response('<html>', { status: 502 }), 'BAD_REPLY', 'kept'],
+    ['an answer without a session', () => Response.json({ ok: true, value: {} }), 'BAD_REPLY', 'kept'],
+  ])('answers %s with its code and stays signed out (the address token %s)', async (_what, answer, errorCode, kept) => {
     const { fetchFn } = hostAnswering(answer);
-    const session = takeSignIn(windowWith(undefined).win);
-    expect(await signInWithPasted(token, origin, fetchFn, session)).toMatchObject({ ok: false, error: { code } });
+    const session = opened();
+    expect(await signInWithCode({ code }, origin, fetchFn, session)).toMatchObject({
+      ok: false,
+      error: { code: errorCode },
+    });
     expect(session.secret()).toBeNull();
+    expect(session.addressToken()).toBe(kept === 'kept' ? token : null);
   });
 });

@@ -5,40 +5,59 @@ import { clientError } from './operator-api.js';
 
 /**
  * The operator session secret this page holds, in memory only, or null when the tab is not signed in. It changes
- * when the person signs the tab in by pasting a printed URL, and when the host refuses it (another run of the daemon).
+ * when the person signs the tab in (a printed URL and the code printed beside it), and when the host refuses it
+ * (another run of the daemon).
  */
 export interface OperatorSession {
   secret(): string | null;
+  /**
+   * The sign-in token the page was opened with (the printed URL's `?token=`), taken out of the address, until a sign-in
+   * uses it or the host says it is spent; null when the page was not opened with one.
+   */
+  addressToken(): string | null;
   signIn(secret: string): void;
+  /** The address's token is spent or not this run's: the person signs in with a newer printed URL. */
+  dropAddressToken(): void;
   /** The host refused this secret: the tab is signed out until the person signs it in again. */
   refused(secret: string): void;
   subscribe(listener: () => void): () => void;
 }
 
+/** A sign-in token as the host mints them: 32 random bytes, base64url. */
+const tokenShape = /^[A-Za-z0-9_-]{43}$/;
+
 /** What of the window the sign-in reads and changes. */
 export interface SignInWindow {
   readonly document: Pick<Document, 'querySelector'>;
   readonly history: Pick<History, 'replaceState'>;
-  readonly location: Pick<Location, 'hash'>;
+  readonly location: Pick<Location, 'hash' | 'pathname' | 'search'>;
   readonly sessionStorage?: Pick<Storage, 'removeItem'>;
 }
 
 /**
- * Takes the session secret the host's sign-in answer put in the page (broker/host/sign-in-page.ts) into this
- * closure's memory, removes the element, and replaces the tokened URL in the tab's history with the path the
- * operator asked for (the fragment never reached the host, so it is kept). The secret lives nowhere else: not in
- * sessionStorage or localStorage, which Chromium writes into the profile on disk where a same-user agent reads them,
- * not in a cookie (sent to every port of 127.0.0.1). A reload or a new tab therefore starts signed out, and the page
- * offers to sign in with the newest URL the daemon printed (signInWithPasted), keeping the view it shows.
+ * Takes the printed URL's sign-in token out of the tab's address (and so its history) into this closure's memory,
+ * for the sign-in view to send with the code the person types (signInWithCode); the rest of the address, the view's
+ * fragment included, stays. A session handed to the page in its document (broker/contract/operator-sign-in.ts) is taken
+ * the same way and its element removed. The secret lives nowhere else: not in sessionStorage or localStorage, which
+ * Chromium writes into the profile on disk where a same-user agent reads them, not in a cookie (sent to every port of
+ * 127.0.0.1). A reload or a new tab therefore starts signed out, and the page offers to sign in with the newest URL
+ * the daemon printed, keeping the view it shows.
  */
 export function takeSignIn(win: SignInWindow): OperatorSession {
   const meta = win.document.querySelector(`meta[name="${operatorSignInMeta}"]`);
   let secret: string | null = null;
   if (meta !== null) {
     secret = meta.getAttribute('content');
-    const next = meta.getAttribute('data-next') ?? '/';
     meta.remove();
-    win.history.replaceState(null, '', next + win.location.hash);
+  }
+  let addressToken: string | null = null;
+  const query = new URLSearchParams(win.location.search);
+  const inAddress = query.get('token');
+  if (inAddress !== null) {
+    if (tokenShape.test(inAddress)) addressToken = inAddress;
+    query.delete('token');
+    const rest = query.toString();
+    win.history.replaceState(null, '', win.location.pathname + (rest === '' ? '' : `?${rest}`) + win.location.hash);
   }
   try {
     // A tab signed in by an earlier build left its secret in sessionStorage (and so on disk): it goes.
@@ -54,7 +73,16 @@ export function takeSignIn(win: SignInWindow): OperatorSession {
   };
   return {
     secret: () => secret,
-    signIn: (value) => set(value),
+    addressToken: () => addressToken,
+    signIn: (value) => {
+      addressToken = null;
+      set(value);
+    },
+    dropAddressToken: () => {
+      if (addressToken === null) return;
+      addressToken = null;
+      for (const listener of listeners) listener();
+    },
     // Only the secret that was refused: a sign-in that happened meanwhile stays.
     refused: (value) => {
       if (value === secret) set(null);
@@ -74,25 +102,39 @@ export function pageSessionOf(win: Window): OperatorSession {
   return pageSession;
 }
 
-/** A sign-in token as the host mints them: 32 random bytes, base64url. */
-const tokenShape = /^[A-Za-z0-9_-]{43}$/;
+/** What the person gives the sign-in view: the code they type and, unless the page was opened with it, a printed URL. */
+export interface SignInInput {
+  /** A pasted sign-in URL (or the token in it); omitted, the token the page's own address carried is used. */
+  url?: string;
+  code: string;
+}
 
 /**
- * Signs the tab in with what the person pasted: a sign-in URL the daemon printed (for this origin) or the token in
- * it. The token is exchanged by POST (broker/host/http-host.ts exchangeForProgram), so the page stays where it is;
- * the secret goes into `session` only. Resolves to the host's refusal (SIGN_IN_USED, UNAUTHENTICATED) or this
- * page's own (SIGN_IN_URL_INVALID, BROKER_UNREACHABLE, BAD_REPLY).
+ * Signs the tab in with the printed token and the code printed beside it (POST /auth/session,
+ * broker/host/http-host.ts), so the page stays where it is; the secret goes into `session` only. The token alone
+ * signs nothing in: opening the URL put it on a browser's command line, which every process of the user reads, so
+ * the host also takes the code, which reaches the page only through the person's keyboard. Resolves to the host's
+ * refusal (SIGN_IN_CODE_WRONG, SIGN_IN_USED, UNAUTHENTICATED) or this page's own (SIGN_IN_URL_INVALID,
+ * SIGN_IN_CODE_INVALID, BROKER_UNREACHABLE, BAD_REPLY).
  */
-export async function signInWithPasted(
-  pasted: string,
+export async function signInWithCode(
+  input: SignInInput,
   origin: string,
   fetchFn: typeof fetch,
   session: OperatorSession,
 ): Promise<Reply<null>> {
-  const token = tokenIn(pasted.trim(), origin);
+  const pasted = input.url?.trim() ?? '';
+  const fromAddress = pasted === '';
+  const token = fromAddress ? (session.addressToken() ?? missingUrl()) : tokenIn(pasted, origin);
   if (typeof token !== 'string') return token;
+  const code = input.code.replace(/[\s-]/g, '');
+  if (!/^\d{8}$/.test(code))
+    return clientError(
+      'SIGN_IN_CODE_INVALID',
+      'Type the 8-digit sign-in code the daemon printed beside the URL (`Sign-in code: 1234-5678`).',
+    );
   const headers = { Accept: 'application/json', 'Content-Type': 'application/json' };
-  const answer = await postJson(fetchFn, '/auth/session', headers, { token });
+  const answer = await postJson(fetchFn, '/auth/session', headers, { token, code });
   if ('error' in answer) return answer;
   const reply = answer.body as {
     ok?: unknown;
@@ -103,9 +145,20 @@ export async function signInWithPasted(
     session.signIn(reply.value.session);
     return { ok: true, value: null };
   }
-  if (reply.ok === false && typeof reply.error?.code === 'string' && typeof reply.error.message === 'string')
+  if (reply.ok === false && typeof reply.error?.code === 'string' && typeof reply.error.message === 'string') {
+    // A spent or foreign token will not work again: the view asks for a newer printed URL.
+    if (fromAddress && (reply.error.code === 'SIGN_IN_USED' || reply.error.code === 'UNAUTHENTICATED'))
+      session.dropAddressToken();
     return { ok: false, error: { code: reply.error.code, message: reply.error.message } };
+  }
   return clientError('BAD_REPLY', `The broker answered HTTP ${answer.status} with an unexpected body.`);
+}
+
+function missingUrl(): ReturnType<typeof clientError> {
+  return clientError(
+    'SIGN_IN_URL_INVALID',
+    'Paste the newest sign-in URL the daemon printed (http://127.0.0.1:…/?token=…), with the code printed beside it.',
+  );
 }
 
 function tokenIn(pasted: string, origin: string): string | ReturnType<typeof clientError> {

@@ -1,26 +1,33 @@
-import { useId, useRef, useState, type FormEvent } from 'react';
+import { useId, useRef, useState, useSyncExternalStore, type FormEvent, type RefObject } from 'react';
 import type { ReplyError } from '../api/operator-api.js';
-import { signInWithPasted, type OperatorSession } from '../api/page-session.js';
+import { signInWithCode, type OperatorSession } from '../api/page-session.js';
 
 /**
- * A tab on the headless host that holds no session (a reload, a new tab, a daemon restarted since): the person signs
- * it in by pasting the newest sign-in URL the daemon printed on its terminal. The view the address names is kept.
- * The field's value goes straight into the exchange and is cleared at once; the secret it yields lives in memory only.
+ * A tab on the headless host that holds no session: opened with a printed sign-in URL, reloaded, a new tab, or left
+ * open while the daemon restarted. The person types the sign-in code `postern daemon` printed beside the URL (never in
+ * it: opening a URL puts it on a browser's command line, which every program running as the person can read); a tab
+ * not opened with a URL also takes the newest printed URL. The view the address names is kept. The fields' values go
+ * straight into the exchange and are cleared at once; the secret it yields lives in memory only.
  */
 export function SignInView({ session }: { session: OperatorSession }) {
-  const fieldRef = useRef<HTMLInputElement>(null);
+  const urlRef = useRef<HTMLInputElement>(null);
+  const codeRef = useRef<HTMLInputElement>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ReplyError | null>(null);
-  const id = useId();
+  const [otherUrl, setOtherUrl] = useState(false);
+  const addressToken = useSyncExternalStore(session.subscribe, session.addressToken);
+  const askUrl = addressToken === null || otherUrl;
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const field = fieldRef.current;
-    if (field === null || field.value.trim() === '') return;
-    const pasted = field.value;
-    field.value = '';
+    const code = codeRef.current;
+    const url = urlRef.current;
+    if (code === null || code.value.trim() === '') return;
+    const input = { code: code.value, ...(askUrl && url !== null ? { url: url.value } : {}) };
+    code.value = '';
+    if (url !== null) url.value = '';
     setBusy(true);
-    void signInWithPasted(pasted, window.location.origin, window.fetch.bind(window), session).then((reply) => {
+    void signInWithCode(input, window.location.origin, window.fetch.bind(window), session).then((reply) => {
       setBusy(false);
       setError(reply.ok ? null : reply.error);
     });
@@ -37,37 +44,81 @@ export function SignInView({ session }: { session: OperatorSession }) {
           <header className="panel-header">
             <h2 id="sign-in-heading">Sign in to this tab</h2>
           </header>
-          <p className="muted intro">
-            This tab holds no operator session. A tab keeps its session in memory only — never in browser storage, which
-            any program running as you could read from disk — so a reload or a new tab signs in again, as does a tab
-            left open while the daemon restarted. Paste the newest sign-in URL <code>postern daemon</code> printed on
-            its terminal (each URL signs in once; the daemon prints the next one when it is used).
-          </p>
+          <SignInIntro askUrl={askUrl} />
           {error !== null && (
             <div className="error" role="alert" data-testid="sign-in-error" data-code={error.code}>
               <strong>{error.code}</strong>
               <span>{error.message}</span>
             </div>
           )}
-          <form className="unlock-form" onSubmit={submit} aria-label="Sign in with a printed URL">
-            <label htmlFor={id}>Sign-in URL</label>
-            <input
-              id={id}
-              ref={fieldRef}
-              type="password"
-              name="sign-in-url"
-              autoComplete="off"
-              spellCheck={false}
-              maxLength={2_048}
-              required
-              data-testid="sign-in-url"
-            />
+          <form className="unlock-form" onSubmit={submit} aria-label="Sign in with a printed URL and its code">
+            {askUrl && <SecretField label="Sign-in URL" name="sign-in-url" fieldRef={urlRef} maxLength={2_048} />}
+            <SecretField label="Sign-in code" name="sign-in-code" fieldRef={codeRef} maxLength={32} numeric />
             <button type="submit" className="primary" disabled={busy} data-testid="sign-in-submit">
               {busy ? 'Signing in…' : 'Sign in'}
             </button>
           </form>
+          {!askUrl && (
+            <button
+              type="button"
+              className="link-button"
+              onClick={() => setOtherUrl(true)}
+              data-testid="sign-in-other-url"
+            >
+              Sign in with another printed URL
+            </button>
+          )}
         </section>
       </main>
     </div>
+  );
+}
+
+/** What the person is asked for: the code only when the page was opened with a printed URL, else the URL and code. */
+function SignInIntro({ askUrl }: { askUrl: boolean }) {
+  if (askUrl)
+    return (
+      <p className="muted intro">
+        This tab holds no operator session. A tab keeps its session in memory only — never in browser storage, which any
+        program running as you could read from disk — so a reload or a new tab signs in again, as does a tab left open
+        while the daemon restarted. Paste the newest sign-in URL <code>postern daemon</code> printed on its terminal and
+        type the sign-in code printed beside it (each URL signs in once; the daemon prints the next one when it is
+        used).
+      </p>
+    );
+  return (
+    <p className="muted intro" data-testid="sign-in-code-intro">
+      Type the sign-in code <code>postern daemon</code> printed beside this URL (<code>Sign-in code: …</code>). The code
+      is never in the URL: opening a link puts it on a browser&apos;s command line, where any program running as you can
+      read it, so the URL alone signs nothing in.
+    </p>
+  );
+}
+
+/** A masked field whose value only the submit reads (and clears); nothing keeps it in React state. */
+function SecretField(props: {
+  label: string;
+  name: string;
+  fieldRef: RefObject<HTMLInputElement | null>;
+  maxLength: number;
+  numeric?: boolean;
+}) {
+  const id = useId();
+  return (
+    <>
+      <label htmlFor={id}>{props.label}</label>
+      <input
+        id={id}
+        ref={props.fieldRef}
+        type="password"
+        name={props.name}
+        autoComplete="off"
+        spellCheck={false}
+        maxLength={props.maxLength}
+        required
+        {...(props.numeric === true ? { inputMode: 'numeric' as const, autoFocus: true } : {})}
+        data-testid={props.name}
+      />
+    </>
   );
 }
