@@ -259,6 +259,16 @@ describe('when the signed-in operator opens a page an agent serves on another po
     await page.getByTestId('sign-in-code-intro').waitFor();
     expect(await page.getByTestId('sign-in-url').count()).toBe(0);
     expect(await page.getByTestId('activity-view').count()).toBe(0);
+    // A pasted code went through the clipboard: the field refuses it and says why.
+    const pasteKept = await page.getByTestId('sign-in-code').evaluate((field, code) => {
+      const clipboardData = new DataTransfer();
+      clipboardData.setData('text/plain', code);
+      const paste = new ClipboardEvent('paste', { clipboardData, bubbles: true, cancelable: true });
+      return field.dispatchEvent(paste);
+    }, next.code);
+    expect(pasteKept).toBe(false);
+    await page.getByTestId('sign-in-code-paste-refused').waitFor();
+    expect(await page.getByTestId('sign-in-code').inputValue()).toBe('');
     await typeSignInCode(page, next.code);
     await page.getByTestId('activity-view').waitFor();
     expect(await browserStorageOf(page)).toEqual({ session: [], local: [], cookie: '' });

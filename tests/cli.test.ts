@@ -159,8 +159,13 @@ describe.concurrent('postern daemon', () => {
     },
   );
 
-  it('prints the token exactly once, in the operator URL line, and the code once, beside it and never in it; neither on stderr', async () => {
+  it('prints the token exactly once, in the operator URL line, and the code once, beside it and never in it; neither on stderr; so is the next pair a sign-in prints', async () => {
     const daemon = await startDaemon(freshDir());
+    await signInAsProgram(daemon);
+    const nextLine = await daemon.process.waitForLine(
+      (line) => line.startsWith('Sign-in code (next sign-in): '),
+      'the next sign-in code',
+    );
     await daemon.process.stop();
     const everything = `${daemon.process.stdout}\n${daemon.process.stderr}`;
     expect(everything.split(daemon.token).length - 1).toBe(1);
@@ -171,8 +176,16 @@ describe.concurrent('postern daemon', () => {
     expect(everything.split(daemon.signInCode).length - 1).toBe(1);
     expect(daemon.operatorUrl).not.toContain(daemon.signInCode.replace('-', ''));
     const urlLine = daemon.process.stdoutLines.indexOf(`Operator UI: ${daemon.operatorUrl}`);
+    const nextUrl = daemon.process.stdoutLines.find((line) => line.startsWith('Operator UI (next sign-in): ')) ?? '';
+    const nextToken = new URL(nextUrl.slice('Operator UI (next sign-in): '.length)).searchParams.get('token') ?? '';
+    const nextCode = nextLine.slice('Sign-in code (next sign-in): '.length);
+    expect(nextToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(nextCode).toMatch(/^\d{4}-\d{4}$/);
+    expect(everything.split(nextToken).length - 1).toBe(1);
+    expect(everything.split(nextCode).length - 1).toBe(1);
+    expect(nextUrl).not.toContain(nextCode.replace('-', ''));
     expect(daemon.process.stdoutLines[urlLine + 1]).toMatch(
-      new RegExp(`^Sign-in code: ${daemon.signInCode} \\(type it on the page; it is not in the URL`),
+      new RegExp(`^Sign-in code: ${daemon.signInCode} \\(type it on the page, do not copy it: it is not in the URL`),
     );
   });
 

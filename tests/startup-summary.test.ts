@@ -71,7 +71,7 @@ describe('postern daemon at start', () => {
         expect.stringMatching(/^Vault: /) as string,
         'Routes: none; SSH hosts: none',
         expect.stringMatching(/^Operator UI: http:\/\/127\.0\.0\.1:\d+\/\?token=…$/) as string,
-        expect.stringMatching(/^Sign-in code: \d{4}-\d{4} \(type it on the page; /) as string,
+        expect.stringMatching(/^Sign-in code: \d{4}-\d{4} \(type it on the page, do not copy it: /) as string,
       ]);
     } finally {
       await daemon.process.stop();

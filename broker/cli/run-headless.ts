@@ -101,7 +101,8 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   // opening the URL puts it on a command line every process of the user reads; the person types the code.
   io.out(`Operator UI: ${host.operatorUrl}`);
   io.out(
-    `${signInCodeLabel}: ${host.signInCode} (type it on the page; it is not in the URL, so a program that reads the link cannot sign in)`,
+    `${signInCodeLabel}: ${host.signInCode} (type it on the page, do not copy it: it is not in the URL, so a program ` +
+      'that reads the link cannot sign in, and a copy goes through the clipboard, which programs can read)',
   );
   io.event({ event: 'ready', mode: 'headless', origin: host.origin, port: host.port, data_dir: dataDir });
 

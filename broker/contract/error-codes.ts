@@ -430,7 +430,7 @@ export const errorCodeRegistry = {
     from: ['operator_host', 'desktop'],
     meaning:
       'The caller did not prove it is the operator UI: no valid session secret (Authorization: Bearer) or sign-in token on the HTTP host ' +
-      '(open the URL the daemon printed), or an IPC call from a page that is not the Postern UI.',
+      '(open the URL the daemon printed and type the code printed beside it), or an IPC call from a page that is not the Postern UI.',
   },
   SIGN_IN_USED: {
     from: host,
@@ -440,8 +440,14 @@ export const errorCodeRegistry = {
   SIGN_IN_CODE_WRONG: {
     from: host,
     meaning:
-      'The sign-in URL was right but the code typed with it was not the one printed beside it. A URL takes 3 wrong codes, then it ' +
-      'is spent and the daemon prints a new URL and code. If you did not mistype, a program read the link from a command line.',
+      'The sign-in URL was right but the code typed with it was not the one printed beside it; the URL takes 3 wrong codes. If you ' +
+      'did not mistype, a program read the link from a command line.',
+  },
+  SIGN_IN_CODE_SPENT: {
+    from: host,
+    meaning:
+      'The third wrong code for this sign-in URL spent it; the daemon printed a new URL and code on its terminal. If you did not ' +
+      'mistype, a program read the link and guessed.',
   },
   MALFORMED_PATH: { from: host, meaning: 'The request target is not a path this host can parse.' },
   HOST_NOT_ALLOWED: {
@@ -594,6 +600,7 @@ export const hostHttpStatus = {
   UNAUTHENTICATED: 401,
   SIGN_IN_USED: 401,
   SIGN_IN_CODE_WRONG: 401,
+  SIGN_IN_CODE_SPENT: 401,
   MALFORMED_PATH: 400,
   HOST_NOT_ALLOWED: 421,
   CROSS_SITE_REFUSED: 403,

@@ -59,10 +59,10 @@ export type SignInTokenState = 'current' | 'used' | 'wrong';
 
 /**
  * The operator's secrets for one run of the host. The sign-in token is printed (in the operator URL) and is good for
- * exactly one exchange; it ends up in the browser's history file, which a same-user agent can read, so it must be dead
- * by then. It is not enough alone: opening the URL puts it on the command line of `xdg-open` and the browser, where
- * every process of the user reads it, so the exchange also takes the sign-in code printed beside the URL (never in
- * it), which the person types. The session secret they are
+ * exactly one exchange; it ends up in the browser's history file and on the command line of `xdg-open` and the browser,
+ * where every process of the user reads it, so it is not enough alone: the exchange also takes the sign-in code printed
+ * beside the URL (never in it), which the person types. Once exchanged (or guessed at signInCodeAttemptsMax times) the
+ * token is dead. The session secret they are
  * exchanged for never appears in a URL, a cookie or browser storage: the page keeps it in memory
  * (renderer/src/api/page-session.ts) and sends it as `Authorization: Bearer`, so no other port
  * ever receives it and no file holds it.

@@ -130,6 +130,7 @@ describe('when the printed URL is opened', () => {
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(page.body).toBe(uiPage);
     expect(page.body).not.toContain(host.signInCode);
+    expect(page.body).not.toContain(host.signInCode.replace('-', ''));
     expect(page.headers['set-cookie']).toBeUndefined();
     expect(page.headers.location).toBeUndefined();
     expect(page.headers['cache-control']).toBe('no-store');
@@ -163,10 +164,18 @@ describe('when the printed URL is opened', () => {
     const guesses = [guessed(1), `${guessed(2).slice(0, 4)}-${guessed(2).slice(4)}`, ` ${guessed(3)} `];
     const answers: Answer[] = [];
     for (const guess of guesses) answers.push(await postSession(host.port, { token: stolen, code: guess }));
-    expect(answers.map((a) => [a.status, (JSON.parse(a.body) as { error: { code: string } }).error.code])).toEqual(
-      answers.map(() => [401, 'SIGN_IN_CODE_WRONG']),
-    );
+    expect(answers.map((a) => [a.status, (JSON.parse(a.body) as { error: { code: string } }).error.code])).toEqual([
+      [401, 'SIGN_IN_CODE_WRONG'],
+      [401, 'SIGN_IN_CODE_WRONG'],
+      [401, 'SIGN_IN_CODE_SPENT'],
+    ]);
+    expect(answers[0]?.body).toContain('2 more tries');
     expect(answers.at(-1)?.body).toContain('spent');
+    // No answer carries the code, in either shape.
+    for (const answer of answers) {
+      expect(answer.body).not.toContain(host.signInCode);
+      expect(answer.body).not.toContain(digits);
+    }
     expect(wrong).toEqual([2, 1, 0]);
     // Spent: the right code no longer opens it, for the program or for the person; the operator was told the next one.
     expect(JSON.parse((await postSession(host.port, { token: stolen, code: host.signInCode })).body)).toMatchObject({
@@ -176,6 +185,7 @@ describe('when the printed URL is opened', () => {
     expect(spent).toHaveLength(1);
     expect(spent[0]?.url).not.toContain(stolen);
     expect(spent[0]?.url).not.toContain(spent[0]?.code ?? '-');
+    expect(spent[0]?.url).not.toContain(spent[0]?.code.replace('-', '') ?? '-');
     expect(spent[0]).toEqual(host.currentSignIn());
     expect(await signInNow(host)).toBeDefined();
   });

@@ -240,8 +240,8 @@ async function handleRequest(ctx: RequestContext): Promise<void> {
       sendError(
         res,
         'UNAUTHENTICATED',
-        'Not signed in: open the newest sign-in URL `postern daemon` printed on its terminal. A tab keeps its ' +
-          'session in memory only, so a reload or a new tab signs in again.',
+        'Not signed in: open the newest sign-in URL `postern daemon` printed on its terminal and type the code ' +
+          'printed beside it. A tab keeps its session in memory only, so a reload or a new tab signs in again.',
         url.pathname,
       );
       return;
@@ -282,8 +282,10 @@ function hostAllowed(host: string | undefined, port: number): boolean {
 export const sessionPath = '/auth/session';
 
 const usedMessage =
-  'This sign-in URL was already used: each printed URL signs in one browser tab, once. The broker printed a new URL on its ' +
-  'terminal when it was used; if that was not you, someone else holds your URLs: stop the daemon and start it again.';
+  'This sign-in URL was already used: each printed URL signs in one browser tab, once. The broker printed a new URL and ' +
+  'code on its terminal when it was used; if that was not you, a program running as you read the link (from a ' +
+  "browser's command line or the clipboard): sign in with the newest URL, type its code (do not copy it), and check " +
+  'that the address bar shows exactly the printed address.';
 
 /**
  * The printed URL in a browser: answered with the operator UI's own page, which takes the token out of the address
@@ -342,7 +344,8 @@ async function exchangeForSession(ctx: RequestContext): Promise<void> {
   } else if (exchanged.reason === 'code_wrong') {
     ctx.notify.wrongCode(exchanged.attemptsLeft);
     if (exchanged.attemptsLeft === 0) ctx.notify.spent();
-    sendError(res, 'SIGN_IN_CODE_WRONG', codeWrongMessage(exchanged.attemptsLeft), sessionPath);
+    const code = exchanged.attemptsLeft === 0 ? 'SIGN_IN_CODE_SPENT' : 'SIGN_IN_CODE_WRONG';
+    sendError(res, code, codeWrongMessage(exchanged.attemptsLeft), sessionPath);
   } else if (exchanged.reason === 'used') sendError(res, 'SIGN_IN_USED', usedMessage, sessionPath);
   else sendError(res, 'UNAUTHENTICATED', wrongTokenMessage, sessionPath);
 }
@@ -350,8 +353,8 @@ async function exchangeForSession(ctx: RequestContext): Promise<void> {
 function codeWrongMessage(attemptsLeft: number): string {
   const spent =
     attemptsLeft === 0
-      ? `That was the ${signInCodeAttemptsMax}th wrong code for this URL, so it is spent: the daemon printed a new URL ` +
-        'and code on its terminal.'
+      ? `That was wrong code ${signInCodeAttemptsMax} of ${signInCodeAttemptsMax} for this URL, so it is spent: the ` +
+        'daemon printed a new URL and code on its terminal.'
       : `This URL takes ${attemptsLeft} more ${attemptsLeft === 1 ? 'try' : 'tries'}.`;
   return (
     `The sign-in code does not match the one printed beside this URL. ${spent} If you typed it right, a program on ` +

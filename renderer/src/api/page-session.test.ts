@@ -180,6 +180,12 @@ describe('signing a tab in with the printed URL and its code', () => {
       'kept',
     ],
     [
+      'the last wrong code, which spends the URL',
+      () => Response.json({ ok: false, error: { code: 'SIGN_IN_CODE_SPENT', message: 'spent' } }, { status: 401 }),
+      'SIGN_IN_CODE_SPENT',
+      'dropped',
+    ],
+    [
       'a used URL',
       () => Response.json({ ok: false, error: { code: 'SIGN_IN_USED', message: 'already used' } }, { status: 401 }),
       'SIGN_IN_USED',

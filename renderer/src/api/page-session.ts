@@ -114,7 +114,7 @@ export interface SignInInput {
  * broker/host/http-host.ts), so the page stays where it is; the secret goes into `session` only. The token alone
  * signs nothing in: opening the URL put it on a browser's command line, which every process of the user reads, so
  * the host also takes the code, which reaches the page only through the person's keyboard. Resolves to the host's
- * refusal (SIGN_IN_CODE_WRONG, SIGN_IN_USED, UNAUTHENTICATED) or this page's own (SIGN_IN_URL_INVALID,
+ * refusal (SIGN_IN_CODE_WRONG, SIGN_IN_CODE_SPENT, SIGN_IN_USED, UNAUTHENTICATED) or this page's own (SIGN_IN_URL_INVALID,
  * SIGN_IN_CODE_INVALID, BROKER_UNREACHABLE, BAD_REPLY).
  */
 export async function signInWithCode(
@@ -147,12 +147,14 @@ export async function signInWithCode(
   }
   if (reply.ok === false && typeof reply.error?.code === 'string' && typeof reply.error.message === 'string') {
     // A spent or foreign token will not work again: the view asks for a newer printed URL.
-    if (fromAddress && (reply.error.code === 'SIGN_IN_USED' || reply.error.code === 'UNAUTHENTICATED'))
-      session.dropAddressToken();
+    if (fromAddress && tokenDeadCodes.has(reply.error.code)) session.dropAddressToken();
     return { ok: false, error: { code: reply.error.code, message: reply.error.message } };
   }
   return clientError('BAD_REPLY', `The broker answered HTTP ${answer.status} with an unexpected body.`);
 }
+
+/** The host's refusals after which the token the page was opened with can never sign in. */
+const tokenDeadCodes = new Set(['SIGN_IN_USED', 'SIGN_IN_CODE_SPENT', 'UNAUTHENTICATED']);
 
 function missingUrl(): ReturnType<typeof clientError> {
   return clientError(

@@ -1,4 +1,12 @@
-import { useId, useRef, useState, useSyncExternalStore, type FormEvent, type RefObject } from 'react';
+import {
+  useId,
+  useRef,
+  useState,
+  useSyncExternalStore,
+  type ClipboardEvent,
+  type FormEvent,
+  type RefObject,
+} from 'react';
 import type { ReplyError } from '../api/operator-api.js';
 import { signInWithCode, type OperatorSession } from '../api/page-session.js';
 
@@ -15,6 +23,7 @@ export function SignInView({ session }: { session: OperatorSession }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ReplyError | null>(null);
   const [otherUrl, setOtherUrl] = useState(false);
+  const [pasteRefused, setPasteRefused] = useState(false);
   const addressToken = useSyncExternalStore(session.subscribe, session.addressToken);
   const askUrl = addressToken === null || otherUrl;
 
@@ -53,11 +62,28 @@ export function SignInView({ session }: { session: OperatorSession }) {
           )}
           <form className="unlock-form" onSubmit={submit} aria-label="Sign in with a printed URL and its code">
             {askUrl && <SecretField label="Sign-in URL" name="sign-in-url" fieldRef={urlRef} maxLength={2_048} />}
-            <SecretField label="Sign-in code" name="sign-in-code" fieldRef={codeRef} maxLength={32} numeric />
+            <SecretField
+              label="Sign-in code"
+              name="sign-in-code"
+              fieldRef={codeRef}
+              maxLength={32}
+              numeric
+              onPaste={(event) => {
+                // A pasted code went through the clipboard, which every program running as the person can read.
+                event.preventDefault();
+                setPasteRefused(true);
+              }}
+            />
             <button type="submit" className="primary" disabled={busy} data-testid="sign-in-submit">
               {busy ? 'Signing in…' : 'Sign in'}
             </button>
           </form>
+          {pasteRefused && (
+            <p className="muted" role="status" data-testid="sign-in-code-paste-refused">
+              Type the code rather than paste it: a copied code goes through the clipboard, which any program running as
+              you can read before you sign in.
+            </p>
+          )}
           {!askUrl && (
             <button
               type="button"
@@ -90,7 +116,9 @@ function SignInIntro({ askUrl }: { askUrl: boolean }) {
     <p className="muted intro" data-testid="sign-in-code-intro">
       Type the sign-in code <code>postern daemon</code> printed beside this URL (<code>Sign-in code: …</code>). The code
       is never in the URL: opening a link puts it on a browser&apos;s command line, where any program running as you can
-      read it, so the URL alone signs nothing in.
+      read it, so the URL alone signs nothing in. Check first that the address bar shows exactly the address the daemon
+      printed (<code>http://127.0.0.1:PORT</code>): another program can serve a page that looks like this one on another
+      port.
     </p>
   );
 }
@@ -102,6 +130,7 @@ function SecretField(props: {
   fieldRef: RefObject<HTMLInputElement | null>;
   maxLength: number;
   numeric?: boolean;
+  onPaste?: (event: ClipboardEvent<HTMLInputElement>) => void;
 }) {
   const id = useId();
   return (
@@ -117,6 +146,7 @@ function SecretField(props: {
         maxLength={props.maxLength}
         required
         {...(props.numeric === true ? { inputMode: 'numeric' as const, autoFocus: true } : {})}
+        {...(props.onPaste === undefined ? {} : { onPaste: props.onPaste })}
         data-testid={props.name}
       />
     </>
