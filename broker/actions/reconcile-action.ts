@@ -9,11 +9,12 @@ import {
 } from '../contract/index.js';
 import {
   classifyReadBack,
+  judgeLookup,
   leaseLive,
+  lookupNotFoundAfterSecondsDefault,
   normalizeRequestPath,
   planLookup,
   planReadBack,
-  reconcileClassification,
   type CorrelationFacts,
   type LookupCorrelation,
   type ReadBackSpec,
@@ -78,18 +79,25 @@ export async function reconcileAction(
 ): Promise<ReconcileResult> {
   const p = await planReconcile(deps, actionId);
   if (p.kind === 'lookup') {
+    const askedAtMs = deps.clock.nowMs();
     const lookupResult = await executeHttpLookup(
       deps,
       { route: p.route.name, method: p.method, path: p.path },
       actionId,
     );
     // The key's retention is read now, after the lookup answered: an answer inside it is within it.
-    const withinRetention = p.facts.keyExpiresAtMs !== undefined && deps.clock.nowMs() < p.facts.keyExpiresAtMs;
-    const classification = reconcileClassification(lookupResult.response?.status, p.correlation, withinRetention);
+    const { classification, note } = judgeLookup(lookupResult.response?.status, p.correlation, {
+      keyExpiresAtMs: p.facts.keyExpiresAtMs,
+      attemptEndedAtMs: p.attemptEndedAtMs,
+      askedAtMs,
+      answeredAtMs: deps.clock.nowMs(),
+      notFoundAfterMs: (p.route.lookup?.not_found_after_seconds ?? lookupNotFoundAfterSecondsDefault) * 1000,
+    });
     return record(deps, actionId, actor, lookupResult, {
       correlation: p.correlation,
       classification,
       attemptsSeen: p.attemptsSeen,
+      ...(note === undefined ? {} : { note }),
     });
   }
   return readBackAndRecord(deps, actionId, actor, p.route, p.readBack, p.values, p.readPlan, p.attemptsSeen);
@@ -107,6 +115,8 @@ export type ReconcilePlan =
       readonly correlation: LookupCorrelation;
       readonly facts: CorrelationFacts & { keyExpiresAtMs?: number };
       readonly attemptsSeen: number;
+      /** The newest event of the original's attempts: when the broker last heard of or gave up on them. */
+      readonly attemptEndedAtMs: number;
     }
   | {
       readonly kind: 'read_back';
@@ -147,7 +157,17 @@ export async function planReconcile(deps: ReconcileDeps, actionId: string): Prom
   const plan = lookup === undefined ? undefined : planLookup(lookup.path, facts);
   if (lookup !== undefined && plan?.ok === true) {
     const path = sendablePath(actionId, plan.path);
-    return { kind: 'lookup', route, method: lookup.method, path, correlation: plan.correlation, facts, attemptsSeen };
+    const attemptEndedAtMs = attemptsEndedAt(events);
+    return {
+      kind: 'lookup',
+      route,
+      method: lookup.method,
+      path,
+      correlation: plan.correlation,
+      facts,
+      attemptsSeen,
+      attemptEndedAtMs,
+    };
   }
   if (readBack === undefined)
     throw new CodedError(
@@ -163,6 +183,16 @@ export async function planReconcile(deps: ReconcileDeps, actionId: string): Prom
   }
   sendablePath(actionId, readPlan.path);
   return { kind: 'read_back', route, readBack, values, readPlan, attemptsSeen };
+}
+
+/**
+ * When the original's attempts were last heard of: its newest event that is not an earlier reconciliation's (those
+ * are lookups of their own, not the original's request).
+ */
+function attemptsEndedAt(events: readonly JournalEvent[]): number {
+  let newest = 0;
+  for (const event of events) if (event.kind !== 'RECONCILIATION_RESULT') newest = Math.max(newest, event.at_ms);
+  return newest;
 }
 
 /** The action, if its state allows a reconciliation now (a recorded unknown, no live retry lease); else the refusal. */

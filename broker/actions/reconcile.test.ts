@@ -178,10 +178,36 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     expect(target.arrivals.filter((a) => a.startsWith('GET'))).toHaveLength(1);
   });
 
-  it('a 404 lookup under the key within its retention settles it rejected with no effect', async () => {
+  it('a 404 asked right after the attempt ended is no proof (the remote may still be processing it): recorded inconclusive, with why; the effect it then reports settles it', async () => {
+    const s = await setUp([...contract, ...lookupGet]);
+    const { idA, idB, b } = await unknownHeadWithB(s, 'K');
+    // The remote has A (applied as the connection died) but answers "no record" at first: it records keys late.
+    target.lookupStatus = 404;
+    h.temp.clock.advance(59_000);
+    const early = await reconcileAction(s.deps, idA, person);
+    expect(early).toMatchObject({ outcome: 'unknown', outcome_basis: 'remote_query_inconclusive' });
+    expect(h.temp.journal.getAction(idA)).toMatchObject({ outcome: 'unknown', retry: 'reconcile' });
+    expect(h.events(idA).at(-1)).toMatchObject({
+      kind: 'RECONCILIATION_RESULT',
+      payload: { note: expect.stringMatching(/asked 59 s after the original's last attempt ended.*from 60 s/) },
+    });
+    expect(h.queue.position(idB)).toMatchObject({ waiting: 'lane_blocked' });
+    // Now the remote reports the operation: committed, never "no effect".
+    target.lookupStatus = 200;
+    expect(await reconcileAction(s.deps, idA, person)).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+    await b;
+    expect(target.effects).toEqual(['A', 'B']);
+  });
+
+  it("a 404 lookup under the key within its retention, asked once the route's wait passed, settles it rejected with no effect", async () => {
     const s = await setUp([...contract, ...lookupGet]);
     const { idA, b } = await unknownHeadWithB(s, 'K');
     target.lookupStatus = 404;
+    // The default wait (lookup.not_found_after_seconds 60) after A's last recorded event; an earlier lookup's own
+    // RECONCILIATION_RESULT does not restart it.
+    h.temp.clock.advance(30_000);
+    expect(await reconcileAction(s.deps, idA, person)).toMatchObject({ outcome: 'unknown' });
+    h.temp.clock.advance(30_000);
     const result = await reconcileAction(s.deps, idA, person);
     expect(result).toMatchObject({ outcome: 'rejected', effect: 'no_effect', outcome_basis: 'remote_query_no_record' });
     expect(h.temp.journal.getAction(idA)).toMatchObject({
@@ -192,6 +218,19 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     });
     await b;
     expect(target.effects).toEqual(['A', 'B']);
+  });
+
+  it('a route that declares lookup.not_found_after_seconds 0 trusts a 404 at once', async () => {
+    const s = await setUp([...contract, ...lookupGet, '      not_found_after_seconds: 0']);
+    const { idA, b } = await unknownHeadWithB(s, 'K');
+    target.lookupStatus = 404;
+    expect(await reconcileAction(s.deps, idA, person)).toMatchObject({
+      outcome: 'rejected',
+      effect: 'no_effect',
+      outcome_basis: 'remote_query_no_record',
+    });
+    expect(h.events(idA).at(-1)?.payload).not.toHaveProperty('note');
+    await b;
   });
 
   it('a 404 after the declared key retention proves nothing: the action stays unknown', async () => {
@@ -335,6 +374,8 @@ describe("when a person reconciles an action a quarantined journal's recovery le
     const s = await setUp([...contract, ...lookupGet]);
     const id = await quarantinedUnknown('K-absent');
     target.lookupStatus = 404;
+    // Asked once the route's wait (60 s by default) passed since the record's last word on the action.
+    h.temp.clock.advance(60_000);
     expect(await reconcileAction(s.deps, id, person)).toMatchObject({ outcome: 'rejected', effect: 'no_effect' });
     expect(h.temp.journal.getAction(id)).toMatchObject({ outcome: 'rejected', code: 'REMOTE_REJECTED' });
     expect(target.effects).toEqual([]);

@@ -89,6 +89,16 @@ const lookup = z
   .strictObject({
     method: z.enum(['GET', 'HEAD']),
     path: pathTemplate.describe('Lookup path template, e.g. /v1/operations/{idempotency_key}.'),
+    not_found_after_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400)
+      .optional()
+      .describe(
+        'A 404/410 under an idempotency key settles the action (no effect) only when asked at least this long after ' +
+          'its last attempt ended (default 60): before, the remote may not have recorded a request it is still processing.',
+      ),
   })
   .describe('How to ask the remote what happened to an operation (reconciliation).');
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Classification, JournalEvent, NewEvent } from '../contract/index.js';
 import { project } from './project.js';
-import { planLookup, reconcileClassification } from './reconcile-outcome.js';
+import { judgeLookup, planLookup, reconcileClassification, type NoRecordTiming } from './reconcile-outcome.js';
 
 describe('reconcileClassification', () => {
   it('a complete 2xx says the remote holds the operation: committed, source remote_query', () => {
@@ -48,6 +48,50 @@ describe('reconcileClassification', () => {
     for (const status of [undefined, 301, 400, 409, 429, 500, 503]) {
       expect(reconcileClassification(status, 'idempotency_token', true)).toMatchObject(inconclusive);
     }
+  });
+});
+
+describe('judgeLookup', () => {
+  // The original's last attempt ended at 1_000_000; its key is kept until 2_000_000; the route waits 60 s.
+  const timing = (askedAtMs: number, overrides: Partial<NoRecordTiming> = {}): NoRecordTiming => ({
+    keyExpiresAtMs: 2_000_000,
+    attemptEndedAtMs: 1_000_000,
+    askedAtMs,
+    answeredAtMs: askedAtMs + 50,
+    notFoundAfterMs: 60_000,
+    ...overrides,
+  });
+
+  it('counts "no record" only from the route\'s wait after the last attempt, within the retention', () => {
+    expect(judgeLookup(404, 'idempotency_token', timing(1_060_000))).toEqual({
+      classification: expect.objectContaining({ outcome: 'rejected', effect: 'no_effect' }),
+    });
+    const early = judgeLookup(410, 'idempotency_token', timing(1_059_999));
+    expect(early.classification).toMatchObject({ outcome: 'unknown', outcome_basis: 'remote_query_inconclusive' });
+    expect(early.note).toMatch(/asked 59 s after the original's last attempt ended.*only from 60 s after it/);
+    expect(
+      judgeLookup(404, 'idempotency_token', timing(1_000_000, { notFoundAfterMs: 0 })).classification,
+    ).toMatchObject({ outcome: 'rejected' });
+  });
+
+  it('after the retention, or with no key bound, "no record" proves nothing, however late (and says nothing about when)', () => {
+    for (const late of [timing(2_000_000), timing(1_500_000, { keyExpiresAtMs: undefined })]) {
+      expect(judgeLookup(404, 'idempotency_token', late)).toEqual({
+        classification: expect.objectContaining({ outcome: 'unknown', outcome_basis: 'remote_query_inconclusive' }),
+      });
+    }
+  });
+
+  it('does not hold back a found operation, however early, and adds no note to other answers', () => {
+    expect(judgeLookup(200, 'idempotency_token', timing(1_000_001))).toEqual({
+      classification: expect.objectContaining({ outcome: 'committed' }),
+    });
+    for (const [status, correlation] of [
+      [500, 'idempotency_token'],
+      [404, 'operation_id'],
+      [undefined, 'idempotency_token'],
+    ] as const)
+      expect(judgeLookup(status, correlation, timing(1_000_001)).note).toBeUndefined();
   });
 });
 

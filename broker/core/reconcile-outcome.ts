@@ -80,8 +80,8 @@ export function planLookup(template: string, facts: CorrelationFacts): LookupPla
  * - A complete 2xx: the remote holds the operation, so the original took effect (committed,
  *   succeeded, retry never). The body is not interpreted: a lookup route declares that 2xx means
  *   "found", and a remote whose found operation may itself have failed should not declare one.
- * - 404/410 under an idempotency token, asked while the key is still within its declared
- *   retention (`keyWithinRetention`: now is before the binding's earliest safe expiry): the remote
+ * - 404/410 under an idempotency token, when such an answer counts (`noRecordCounts`, judgeLookup: asked while the
+ *   key is still within its declared retention, and long enough after the original's last attempt): the remote
  *   reports no operation under that key. This trusts the route's declared contract — that the
  *   remote records every key it accepted and keeps it for the declared retention — so the original
  *   never took effect (rejected, no_effect). After the retention an absent key proves nothing (it
@@ -95,7 +95,7 @@ export function planLookup(template: string, facts: CorrelationFacts): LookupPla
 export function reconcileClassification(
   lookupStatus: number | undefined,
   correlation: LookupCorrelation,
-  keyWithinRetention = false,
+  noRecordCounts = false,
 ): Classification {
   const base = { phase: 'remote_execution', source: 'remote_query' } as const;
   if (lookupStatus !== undefined && lookupStatus >= 200 && lookupStatus < 300) {
@@ -108,7 +108,7 @@ export function reconcileClassification(
       outcome_basis: 'remote_query_found',
     };
   }
-  if ((lookupStatus === 404 || lookupStatus === 410) && correlation === 'idempotency_token' && keyWithinRetention) {
+  if ((lookupStatus === 404 || lookupStatus === 410) && correlation === 'idempotency_token' && noRecordCounts) {
     return {
       ...base,
       outcome: 'rejected',
@@ -126,6 +126,55 @@ export function reconcileClassification(
     effect: 'unknown_effect',
     outcome_basis: 'remote_query_inconclusive',
   };
+}
+
+/** How long after the original's last attempt a lookup's "no record" starts to count, unless the route declares it. */
+export const lookupNotFoundAfterSecondsDefault = 60;
+
+/** When a lookup under an idempotency token was asked, against what the record and the route say. */
+export interface NoRecordTiming {
+  /** The key binding's earliest safe expiry (PREFLIGHT_VALIDATED), if a key was bound. */
+  readonly keyExpiresAtMs: number | undefined;
+  /** The newest event of the original's attempts (the broker's last word on them: a timeout, a cut, an answer). */
+  readonly attemptEndedAtMs: number;
+  /** Just before the lookup was sent. */
+  readonly askedAtMs: number;
+  /** Once it answered. */
+  readonly answeredAtMs: number;
+  /** The route's `lookup.not_found_after_seconds`, in ms. */
+  readonly notFoundAfterMs: number;
+}
+
+/**
+ * A lookup under an idempotency token and its answer, judged (reconcileClassification), with a note when a "no
+ * record" answer was not trusted because of when it was asked. "No record" settles the original rejected only while
+ * the key is within its declared retention (after it, the remote may have forgotten the key) and only once the route's
+ * `not_found_after_seconds` passed since the original's last attempt ended: a request the remote received but has not
+ * recorded yet (still queued or processing when the broker stopped waiting) is also "no record" at first, and would
+ * then take effect after the action was recorded as having none.
+ */
+export function judgeLookup(
+  lookupStatus: number | undefined,
+  correlation: LookupCorrelation,
+  timing: NoRecordTiming,
+): { readonly classification: Classification; readonly note?: string } {
+  const withinRetention = timing.keyExpiresAtMs !== undefined && timing.answeredAtMs < timing.keyExpiresAtMs;
+  const quietMs = timing.askedAtMs - timing.attemptEndedAtMs;
+  const settledLongEnough = quietMs >= timing.notFoundAfterMs;
+  const classification = reconcileClassification(lookupStatus, correlation, withinRetention && settledLongEnough);
+  const noRecord = (lookupStatus === 404 || lookupStatus === 410) && correlation === 'idempotency_token';
+  if (!noRecord || !withinRetention || settledLongEnough) return { classification };
+  return {
+    classification,
+    note:
+      `no record under the key, asked ${seconds(quietMs)} after the original's last attempt ended; the route counts ` +
+      `"no record" only from ${seconds(timing.notFoundAfterMs)} after it (lookup.not_found_after_seconds), since the ` +
+      'remote may still have been receiving or processing the request: reconcile again from then',
+  };
+}
+
+function seconds(ms: number): string {
+  return `${Math.max(0, Math.floor(ms / 1000))} s`;
 }
 
 /** A route's bounded read-back (`correlation.read_back`), as the configuration declares it. */
