@@ -13,6 +13,7 @@ import type { WriteBatch } from './journal-writer.js';
 import type { PlanContext, PlannedUnit } from './plan-unit.js';
 import type { CachedAction, StateCache } from './state-cache.js';
 import type { SessionBook } from './session-book.js';
+import type { IdempotencyBook } from './idempotency-book.js';
 
 /**
  * What one commit has planned so far, over what the database holds: each unit is planned against the states the
@@ -43,6 +44,7 @@ export class CommitOverlay {
     private readonly store: JournalStore,
     private readonly cache: Pick<StateCache, 'get'>,
     private readonly sessionBook: Pick<SessionBook, 'get'>,
+    private readonly keyBook: Pick<IdempotencyBook, 'get'>,
     private before: readonly CommitOverlay[] = [],
   ) {}
 
@@ -73,7 +75,7 @@ export class CommitOverlay {
       return (
         this.keys.get(keyId) ??
         this.latestOf((overlay) => overlay.keys.get(keyId)) ??
-        this.store.loadIdempotencyKey(route, scope, key)
+        this.keyBook.get(route, scope, key)
       );
     },
     credentialRequestOf: (id) =>
@@ -142,6 +144,11 @@ export class CommitOverlay {
   /** The sessions this transaction wrote, for the journal's session cache once COMMIT has returned. */
   *writtenSessions(): Iterable<readonly [string, SessionState]> {
     yield* this.sessions;
+  }
+
+  /** The idempotency-key bindings this transaction wrote, for the journal's key book once COMMIT has returned. */
+  writtenKeys(): Iterable<BoundIdempotencyKey> {
+    return this.keys.values();
   }
 
   /** The action states this transaction wrote, for the lanes' unresolved tickets once COMMIT has returned. */

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { project } from '../core/index.js';
 import { sha256Of } from '../testing/action-paths.js';
@@ -226,4 +227,60 @@ describe('when generated waves of keyed admissions race, with time passing betwe
       { numRuns: 20 },
     );
   }, 60_000);
+});
+
+describe('when another process writes the idempotency_keys table while the journal is open (THREAT-MODEL)', () => {
+  it.each<[string, string]>([
+    ['deletes the binding', 'DELETE FROM idempotency_keys WHERE key = ?'],
+    ['moves its expiry into the past', 'UPDATE idempotency_keys SET expires_at_ms = 0 WHERE key = ?'],
+    [
+      "rewrites its fingerprint to the next request's",
+      `UPDATE idempotency_keys SET fingerprint = '${fpB}' WHERE key = ?`,
+    ],
+  ])(
+    'a row it %s binds nothing: the same key with another request is still IDEMPOTENCY_MISMATCH',
+    async (_what, sql) => {
+      const t = await tempJournal();
+      await t.journal.appendBatch(keyedAdmission('act_first_0001', keyBinding(fpA, t.clock.nowMs())));
+      // The agent's own connection to the file, between two of its admissions.
+      const forger = new Database(t.path, { timeout: 5_000 });
+      try {
+        forger.prepare(sql).run('key-1');
+      } finally {
+        forger.close();
+      }
+      // The attack's premise: the table no longer holds the first binding as the journal wrote it.
+      expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).not.toMatchObject({
+        fingerprint: fpA,
+        expires_at_ms: t.clock.nowMs() + keyRetentionMs,
+      });
+      t.clock.advance(1_000);
+      await expect(
+        t.journal.appendBatch(keyedAdmission('act_other_0002', keyBinding(fpB, t.clock.nowMs()))),
+      ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' });
+      expect(t.journal.getAction('act_other_0002')).toBeUndefined();
+      // The first request's own retry still binds as a same-key retry.
+      await expect(
+        t.journal.appendBatch(keyedAdmission('act_retry_0003', keyBinding(fpA, t.clock.nowMs()))),
+      ).resolves.toHaveLength(2);
+    },
+  );
+
+  it('a binding the journal wrote is known after a reopen (read once at open), and one past its retention is free', async () => {
+    const t = await tempJournal();
+    await t.journal.appendBatch(keyedAdmission('act_first_0001', keyBinding(fpA, t.clock.nowMs())));
+    await t.journal.close();
+    const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    try {
+      await expect(
+        reopened.appendBatch(keyedAdmission('act_other_0002', keyBinding(fpB, t.clock.nowMs()))),
+      ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+      t.clock.advance(keyRetentionMs);
+      await expect(
+        reopened.appendBatch(keyedAdmission('act_later_0003', keyBinding(fpB, t.clock.nowMs()))),
+      ).resolves.toHaveLength(2);
+    } finally {
+      await reopened.close();
+    }
+  });
 });

@@ -571,6 +571,16 @@ export class JournalStore implements AuditStore {
     return this.sql.loadIdempotencyKey().get(route, scope, key);
   }
 
+  /** Every binding that expires after `fromMs` (the journal's idempotency book, read once at open). */
+  idempotencyKeysExpiringAfter(fromMs: number): BoundIdempotencyKey[] {
+    return this.db
+      .prepare(
+        `SELECT route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq
+        FROM idempotency_keys WHERE expires_at_ms > ?`,
+      )
+      .all(fromMs) as BoundIdempotencyKey[];
+  }
+
   /** A new binding, or a rebinding of a key whose earlier binding expired. */
   writeIdempotencyKey(row: BoundIdempotencyKey): void {
     this.sql.upsertIdempotencyKey().run({ ...row });

@@ -67,6 +67,7 @@ import type { BesideOp, BesideResult, BesideWriter } from './beside-rows.js';
 import { WriterThread, type WriterThreadOptions } from './writer-thread.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { SessionBook } from './session-book.js';
+import { IdempotencyBook, liveBindingsFromMs } from './idempotency-book.js';
 import { StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
 import { WalSync } from './wal-sync.js';
@@ -452,6 +453,8 @@ export class Journal implements BesideWriter {
   private readonly stateCache = new StateCache();
   /** Every session, loaded as the journal opens and moved by its commits: sessions are never read from the table again. */
   private readonly sessionBook: SessionBook;
+  /** Idempotency-key bindings within retention, read at open and moved only by this journal's commits. */
+  private readonly keyBook: IdempotencyBook;
   /** Loaded by the first lane read (a journal no dispatcher reads never scans for it), then moved by every commit. */
   private laneTickets: LaneTickets | undefined = undefined;
 
@@ -485,6 +488,9 @@ export class Journal implements BesideWriter {
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
     this.sessionBook = new SessionBook(this.store.allSessions());
+    this.keyBook = new IdempotencyBook(this.store.idempotencyKeysExpiringAfter(liveBindingsFromMs(clock.nowMs())), () =>
+      clock.nowMs(),
+    );
     this.audit = new AuditWriter(
       this.store,
       clock,
@@ -1638,6 +1644,7 @@ export class Journal implements BesideWriter {
       this.store,
       this.stateCache,
       this.sessionBook,
+      this.keyBook,
       this.inFlight.map((batch) => batch.overlay),
     );
     try {
@@ -1748,6 +1755,7 @@ export class Journal implements BesideWriter {
       this.stateCache.committed(overlay.written());
       if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
       this.sessionBook.committed(overlay.writtenSessions());
+      this.keyBook.committed(overlay.writtenKeys());
       this.commits += 1;
       this.eventCount += ack.appended;
       this.lastSeq = lastSeq;

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import type { BoundIdempotencyKey } from '../core/index.js';
+import { IdempotencyBook, liveBindingsFromMs } from './idempotency-book.js';
+
+const binding = (key: string, expiresAtMs: number): BoundIdempotencyKey => ({
+  route: 'docs',
+  scope: 'docs.account',
+  key,
+  fingerprint: `sha256:${'a'.repeat(64)}`,
+  action_id: `act_${key}_0001`,
+  first_seen_ms: 0,
+  expires_at_ms: expiresAtMs,
+  bound_seq: 1,
+});
+
+describe('IdempotencyBook', () => {
+  it('answers the bindings it was opened with and those commits wrote, by route, scope and key', () => {
+    const book = new IdempotencyBook([binding('k1', 5_000)], () => 0);
+    book.committed([binding('k2', 6_000)]);
+    expect(book.get('docs', 'docs.account', 'k1')?.expires_at_ms).toBe(5_000);
+    expect(book.get('docs', 'docs.account', 'k2')?.expires_at_ms).toBe(6_000);
+    expect(book.get('docs', 'other.account', 'k1')).toBeUndefined();
+    expect(book.get('other', 'docs.account', 'k2')).toBeUndefined();
+  });
+
+  it('lets go only of bindings expired for more than the margin it keeps; a rebinding replaces the row', () => {
+    let now = 10 * 3_600_000;
+    const book = new IdempotencyBook([], () => now);
+    book.committed([binding('long-gone', liveBindingsFromMs(now) - 1), binding('just-expired', now - 1)]);
+    book.committed([binding('live', now + 1)]);
+    book.sweep();
+    expect(book.get('docs', 'docs.account', 'long-gone')).toBeUndefined();
+    expect(book.get('docs', 'docs.account', 'just-expired')).toBeDefined();
+    expect(book.size()).toBe(2);
+    book.committed([binding('just-expired', now + 86_400_000)]);
+    now += 2 * 3_600_000;
+    book.sweep();
+    expect(book.get('docs', 'docs.account', 'just-expired')?.expires_at_ms).toBe(10 * 3_600_000 + 86_400_000);
+    expect(book.get('docs', 'docs.account', 'live')).toBeUndefined();
+  });
+});
