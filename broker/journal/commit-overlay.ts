@@ -45,6 +45,8 @@ export class CommitOverlay {
     private readonly cache: Pick<StateCache, 'get'>,
     private readonly sessionBook: Pick<SessionBook, 'get'>,
     private readonly keyBook: Pick<IdempotencyBook, 'get'>,
+    /** An unresolved laned action's state from memory (LaneTickets), read before the table on a cache miss. */
+    private readonly unresolvedState: (id: string) => ActionState | undefined,
     private before: readonly CommitOverlay[] = [],
   ) {}
 
@@ -64,7 +66,7 @@ export class CommitOverlay {
           this.storedTimelines.set(id, cached.timeline);
           this.cached.set(id, cached);
         }
-        this.stored.set(id, cached?.state ?? this.store.loadState(id));
+        this.stored.set(id, cached?.state ?? this.unresolvedState(id) ?? this.store.loadState(id));
       }
       return this.stored.get(id);
     },

@@ -929,13 +929,8 @@ export class Journal implements BesideWriter {
       options.fromTicket ?? 1,
       Math.min(options.limit ?? listActionsMax, listActionsMax),
     );
-    return tickets.map(({ action_id, last_seq }) => {
-      const cached = this.stateCache.peek(action_id)?.state;
-      if (cached?.last_seq === last_seq) return cached;
-      const stored = this.store.loadState(action_id);
-      if (stored === undefined) throw new Error(`the actions row of ${action_id} vanished under an unresolved ticket`);
-      return stored;
-    });
+    // From memory only: the states the journal's own commits wrote (LaneTickets), never a row read back.
+    return tickets.map(({ state }) => state);
   }
 
   /** Every lane that holds an unresolved ticket, with its lowest one, and the last ticket issued (the queue's open). */
@@ -1016,7 +1011,9 @@ export class Journal implements BesideWriter {
 
   getAction(actionId: string): ActionState | undefined {
     this.requireReadable();
-    return this.stateCache.get(actionId)?.state ?? this.store.loadState(actionId);
+    return (
+      this.stateCache.get(actionId)?.state ?? this.laneTickets?.stateOf(actionId) ?? this.store.loadState(actionId)
+    );
   }
 
   /** The binding of an idempotency key on a route and scope (expired ones too: compare expires_at_ms). */
@@ -1645,6 +1642,7 @@ export class Journal implements BesideWriter {
       this.stateCache,
       this.sessionBook,
       this.keyBook,
+      (id) => this.laneTickets?.stateOf(id),
       this.inFlight.map((batch) => batch.overlay),
     );
     try {

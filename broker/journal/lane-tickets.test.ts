@@ -54,11 +54,17 @@ describe('the lanes’ unresolved tickets in memory', () => {
   it('move a ticket to its new position, drop it once resolved, and forget a lane left empty', () => {
     const lanes = LaneTickets.load([ticket('a1', 'x', 1, 'in_flight', 10), ticket('a2', 'x', 2, 'open', 11)]);
     lanes.moved(ticket('a1', 'x', 1, 'blocked', 14));
-    expect(lanes.list('x', 1, 10)).toEqual([
+    expect(
+      lanes.list('x', 1, 10).map(({ ticket: n, action_id, last_seq }) => ({ ticket: n, action_id, last_seq })),
+    ).toEqual([
       { ticket: 1, action_id: 'a1', last_seq: 14 },
       { ticket: 2, action_id: 'a2', last_seq: 11 },
     ]);
+    // Each entry is the state as written, found by id too until it resolves.
+    expect(lanes.list('x', 1, 1)[0]?.state).toBe(lanes.stateOf('a1'));
+    expect(lanes.stateOf('a1')?.last_seq).toBe(14);
     lanes.moved(ticket('a1', 'x', 1, 'resolved', 15));
+    expect(lanes.stateOf('a1')).toBeUndefined();
     expect(lanes.list('x', 1, 10).map((t) => t.action_id)).toEqual(['a2']);
     lanes.moved(ticket('a2', 'x', 2, 'resolved', 16));
     expect(lanes.heads()).toEqual(new Map());
@@ -145,5 +151,52 @@ describe('when random mixes of action paths share three lanes, with refusals and
       ),
       { numRuns: 40 },
     );
+  });
+});
+
+describe("when another process edits an unknown head's row while the broker runs (THREAT-MODEL)", () => {
+  it('the lane reads the head as the journal wrote it: still blocking, so the next ticket is not released', async () => {
+    const t = await openTempJournal();
+    opened.push(t);
+    // An earlier run left an unknown head (cut after dispatch) and a ticket waiting behind it.
+    for (const event of inLane(actionPaths.callerCancelledAfterDispatch('act_head_0001'), 'deploy'))
+      await t.journal.append(event);
+    await t.journal.close();
+    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    opened.push({ ...t, journal, dispose: () => journal.close() });
+    // This run: a ticket waits behind the head (the cache holds it; the head, from the earlier run, it does not).
+    for (const event of inLane(actionPaths.httpNoApproval('act_next_0002').slice(0, 3), 'deploy'))
+      await journal.append(event);
+    expect(journal.laneHeads().heads.get('deploy')).toBe(journal.getAction('act_head_0001')?.ticket);
+
+    // The agent's own connection to the file: the head's row now says a person abandoned it, and settled.
+    const forger = new Database(t.path, { timeout: 5_000 });
+    try {
+      const row = forger.prepare('SELECT state FROM actions WHERE action_id = ?').get('act_head_0001') as {
+        state: string;
+      };
+      const forged = { ...(JSON.parse(row.state) as ActionState), abandoned: true, outcome: 'committed' };
+      forger
+        .prepare('UPDATE actions SET state = ?, outcome = ? WHERE action_id = ?')
+        .run(JSON.stringify(forged), 'committed', 'act_head_0001');
+    } finally {
+      forger.close();
+    }
+    // The attack's premise: read back from the table, the head no longer blocks.
+    const scan = new Database(t.path, { readonly: true, fileMustExist: true });
+    readers.push(scan);
+    const stored = scan.prepare('SELECT state FROM actions WHERE action_id = ?').get('act_head_0001') as {
+      state: string;
+    };
+    expect(ticketStanding(JSON.parse(stored.state) as ActionState)).toBe('resolved');
+
+    const lane = journal.listLane('deploy');
+    expect(lane.map((s) => [s.action_id, ticketStanding(s)])).toEqual([
+      ['act_head_0001', 'blocked'],
+      ['act_next_0002', 'open_before_dispatch'],
+    ]);
+    expect(journal.getAction('act_head_0001')).toMatchObject({ outcome: 'unknown', abandoned: false });
+    // A person's own decision still folds over the journal's state, not the forged row: abandoning is accepted once.
+    expect(lane[0]?.abandoned).toBe(false);
   });
 });

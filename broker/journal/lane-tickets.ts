@@ -1,11 +1,12 @@
 import type { ActionState } from '../contract/index.js';
 import { ticketStanding } from '../core/index.js';
 
-/** One unresolved ticket of a lane, and the log position its state was last written at. */
+/** One unresolved ticket of a lane, with its state as the last COMMIT wrote it. */
 export interface LaneTicket {
   readonly ticket: number;
   readonly action_id: string;
   readonly last_seq: number;
+  readonly state: ActionState;
 }
 
 /**
@@ -14,12 +15,18 @@ export interface LaneTicket {
  * without a query. Loaded once from the actions table, then moved by every state a commit writes (`moved`), so an
  * entry is what `SELECT … WHERE lane = ? AND ticket >= ?` filtered by ticketStanding would answer.
  *
+ * Each entry holds the state itself, so a lane is read from memory only: the `actions` table is plaintext and any
+ * process of the user can write it while the broker runs, and a head's row edited to read `abandoned` (or settled)
+ * would otherwise release the next ticket while the head's outcome is unknown (THREAT-MODEL). Like the session book,
+ * the rows are trusted as they are when loaded, at the first lane read after open.
+ *
  * Bounded by what is unresolved, not by the journal's size: a resolved ticket leaves its lane, an empty lane leaves
  * the map. What can stay unresolved is the agents' open actions (bounded per session) and unknown heads until a person
  * or a reconciliation settles them.
  */
 export class LaneTickets {
   private readonly lanes = new Map<string, LaneTicket[]>();
+  private readonly byAction = new Map<string, ActionState>();
 
   /** From the stored states of every ticket that may be unresolved (a superset: resolved ones are left out). */
   static load(states: Iterable<ActionState>): LaneTickets {
@@ -35,12 +42,14 @@ export class LaneTickets {
     const entries = this.lanes.get(lane);
     const at = entries === undefined ? -1 : indexOf(entries, ticket);
     if (ticketStanding(state) === 'resolved') {
+      this.byAction.delete(state.action_id);
       if (entries === undefined || at < 0) return;
       entries.splice(at, 1);
       if (entries.length === 0) this.lanes.delete(lane);
       return;
     }
-    const entry: LaneTicket = { ticket, action_id: state.action_id, last_seq: state.last_seq };
+    this.byAction.set(state.action_id, state);
+    const entry: LaneTicket = { ticket, action_id: state.action_id, last_seq: state.last_seq, state };
     if (entries === undefined) this.lanes.set(lane, [entry]);
     else if (at >= 0) entries[at] = entry;
     else entries.splice(insertionPoint(entries, ticket), 0, entry);
@@ -52,6 +61,11 @@ export class LaneTickets {
     if (entries === undefined) return [];
     const start = insertionPoint(entries, fromTicket);
     return entries.slice(start, start + limit);
+  }
+
+  /** An unresolved laned action's state as the last COMMIT wrote it (undefined once resolved, or never laned). */
+  stateOf(actionId: string): ActionState | undefined {
+    return this.byAction.get(actionId);
   }
 
   /** Every lane that holds an unresolved ticket, with its lowest one (the lane's head). */
