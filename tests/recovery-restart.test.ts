@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../broker/contract/index.js';
 import { IdempotencyTarget, type IdempotencyBehaviour } from '../broker/testing/idempotency-target.js';
@@ -44,6 +45,41 @@ const cleanup: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step().catch(() => undefined);
 }, 60_000);
+
+/**
+ * A same-user process's edit of an action's row in the journal file: its session becomes the newest session's (the
+ * process that connected last). Returns the undo. Checks the attack's premise: the row names that session now.
+ */
+function claimRow(dataDir: string, actionId: string): () => void {
+  const db = new Database(path.join(dataDir, 'journal.sqlite'), { timeout: 5_000 });
+  try {
+    const newest = db.prepare('SELECT session_id FROM sessions ORDER BY first_seq DESC LIMIT 1').get() as {
+      session_id: string;
+    };
+    const row = db.prepare('SELECT session_id, state FROM actions WHERE action_id = ?').get(actionId) as {
+      session_id: string;
+      state: string;
+    };
+    expect(row.session_id).not.toBe(newest.session_id);
+    const write = db.prepare('UPDATE actions SET session_id = ?, state = ? WHERE action_id = ?');
+    write.run(newest.session_id, JSON.stringify({ ...JSON.parse(row.state), session_id: newest.session_id }), actionId);
+    expect(db.prepare('SELECT session_id FROM actions WHERE action_id = ?').get(actionId)).toEqual({
+      session_id: newest.session_id,
+    });
+    return () => {
+      const undo = new Database(path.join(dataDir, 'journal.sqlite'), { timeout: 5_000 });
+      try {
+        undo
+          .prepare('UPDATE actions SET session_id = ?, state = ? WHERE action_id = ?')
+          .run(row.session_id, row.state, actionId);
+      } finally {
+        undo.close();
+      }
+    };
+  } finally {
+    db.close();
+  }
+}
 
 async function openTarget(
   behaviour: IdempotencyBehaviour,
@@ -391,6 +427,17 @@ describe('a restart after a result was committed but never read', () => {
       caller_disposition: 'timed_out',
     });
     expect(recovered.events.map((e) => e.code)).not.toContain('BROKER_RESTARTED');
+
+    // Another agent process edits the action's plaintext row to name its own session (this run has not touched the
+    // action, so the broker holds no state of it in memory): the result is still not its to read.
+    const thief = await SdkAgent.start(rig.dataDir, 'rr-sdk-thief');
+    cleanup.push(() => thief.stop());
+    await thief.connect();
+    const restore = claimRow(rig.dataDir, id);
+    const stolen = await thief.call('fetchResult', id);
+    expect('error' in stolen && stolen.error.code).toBe('NOT_FOUND');
+    restore();
+    await thief.stop();
 
     // The same agent process reconnects (its session is the process) and reads its result.
     await agent.connect();

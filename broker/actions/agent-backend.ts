@@ -523,7 +523,11 @@ async function readCall(
     const issue = parsed.error.issues[0];
     return readRefusal(refusal('INVALID_ARGUMENT', issueMessage(issue), 'after_correction', issueField(issue)));
   }
-  const found = ownAction(deps.journal, sessionId, parsed.data.action_id);
+  // A result is handed over only on the state the journal wrote or its sealed events say, never on a plaintext row.
+  const found =
+    tool === 'fetch_result'
+      ? ownSealedAction(deps.journal, sessionId, parsed.data.action_id)
+      : ownAction(deps.journal, sessionId, parsed.data.action_id);
   if (found === undefined)
     return readRefusal(refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id'));
   let state = found;
@@ -672,6 +676,13 @@ async function noteDeliveryFailed(deps: AgentBackendDeps, sessionId: string, han
       },
     },
   ]);
+}
+
+/** ownAction on Journal.sealedAction: whose action it is, and which result it holds, as the journal itself knows. */
+function ownSealedAction(journal: Journal, sessionId: string, actionId: string): ActionState | undefined {
+  if (!actionId.startsWith('act_')) return undefined;
+  const state = journal.sealedAction(actionId);
+  return state?.session_id === sessionId ? state : undefined;
 }
 
 function ownAction(journal: Journal, sessionId: string, actionId: string): ActionState | undefined {

@@ -22,6 +22,7 @@ import {
   type CredentialRequestState,
   type OutcomeCountRow,
   type RecoveredJournal,
+  project,
 } from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
 import {
@@ -1014,6 +1015,24 @@ export class Journal implements BesideWriter {
     return (
       this.stateCache.get(actionId)?.state ?? this.laneTickets?.stateOf(actionId) ?? this.store.loadState(actionId)
     );
+  }
+
+  /**
+   * An action's state for handing over what it holds (its stored result) to whoever asks: from memory — the states
+   * this journal's commits wrote (the recent cache, the lanes' unresolved tickets) — else folded from the action's own
+   * sealed events, whose associated data authenticates each one's action and session. Never the plaintext `actions`
+   * row, which any process of the user can edit: a row naming the asker's session (or the asker's own row naming
+   * another action's result) would otherwise hand over another agent's result. Throws what opening the events throws
+   * (AUDIT_KEY_UNAVAILABLE while the vault is locked, for an earlier run's events).
+   */
+  sealedAction(actionId: string): ActionState | undefined {
+    this.requireReadable();
+    const remembered = this.stateCache.get(actionId)?.state ?? this.laneTickets?.stateOf(actionId);
+    if (remembered !== undefined) return remembered;
+    const events = this.subjectEvents(actionId);
+    if (events.length >= eventsPageMax)
+      throw new CodedError('INTERNAL', `${actionId} has more events than one read folds; its state is not rebuilt`);
+    return events.length === 0 ? undefined : project(events).get(actionId);
   }
 
   /** The binding of an idempotency key on a route and scope (expired ones too: compare expires_at_ms). */

@@ -1,0 +1,46 @@
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ActionState } from '../contract/index.js';
+import { actionPaths } from '../testing/action-paths.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { Journal } from './journal.js';
+
+const opened: TempJournal[] = [];
+afterEach(async () => {
+  for (const t of opened.splice(0)) await t.dispose();
+});
+
+describe('Journal.sealedAction', () => {
+  it("answers an earlier run's action from its own sealed events, not from a row another process edited", async () => {
+    const t = await openTempJournal();
+    opened.push(t);
+    for (const event of actionPaths.httpNoApproval('act_owned_0001')) await t.journal.append(event);
+    const genuine = t.journal.getAction('act_owned_0001') as ActionState;
+    await t.journal.close();
+    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    opened.push({ ...t, journal, dispose: () => journal.close() });
+
+    const forger = new Database(t.path, { timeout: 5_000 });
+    try {
+      const forged = { ...genuine, session_id: 'ses_thief_000001', result_id: 'res_someone_else_0001' };
+      forger
+        .prepare('UPDATE actions SET session_id = ?, state = ? WHERE action_id = ?')
+        .run(forged.session_id, JSON.stringify(forged), 'act_owned_0001');
+    } finally {
+      forger.close();
+    }
+    // The premise: read from the table, the action is the thief's and holds another result.
+    expect(journal.getAction('act_owned_0001')).toMatchObject({ session_id: 'ses_thief_000001' });
+
+    const sealed = journal.sealedAction('act_owned_0001');
+    expect(sealed).toEqual(genuine);
+    expect(journal.sealedAction('act_never_0002')).toBeUndefined();
+  });
+
+  it('answers an action this run wrote from memory', async () => {
+    const t = await openTempJournal();
+    opened.push(t);
+    for (const event of actionPaths.httpNoApproval('act_recent_0001')) await t.journal.append(event);
+    expect(t.journal.sealedAction('act_recent_0001')).toBe(t.journal.getAction('act_recent_0001'));
+  });
+});
