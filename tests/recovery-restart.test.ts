@@ -436,6 +436,9 @@ describe('a restart after a result was committed but never read', () => {
     const restore = claimRow(rig.dataDir, id);
     const stolen = await thief.call('fetchResult', id);
     expect('error' in stolen && stolen.error.code).toBe('NOT_FOUND');
+    // Nor is it its to cancel: a cancel is recorded only on what the action's sealed events say.
+    const cancelled = await thief.call('cancelAction', id);
+    expect('error' in cancelled && cancelled.error.code).toBe('NOT_FOUND');
     restore();
     await thief.stop();
 

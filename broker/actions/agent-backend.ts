@@ -523,11 +523,12 @@ async function readCall(
     const issue = parsed.error.issues[0];
     return readRefusal(refusal('INVALID_ARGUMENT', issueMessage(issue), 'after_correction', issueField(issue)));
   }
-  // A result is handed over only on the state the journal wrote or its sealed events say, never on a plaintext row.
+  // A result is handed over, and a cancel recorded, only on what the action's sealed events say, never on a plaintext
+  // row another process can edit. A status is what that row says anyway (the agent can read the file).
   const found =
-    tool === 'fetch_result'
-      ? ownSealedAction(deps.journal, sessionId, parsed.data.action_id)
-      : ownAction(deps.journal, sessionId, parsed.data.action_id);
+    tool === 'action_status'
+      ? ownAction(deps.journal, sessionId, parsed.data.action_id)
+      : ownSealedAction(deps.journal, sessionId, parsed.data.action_id);
   if (found === undefined)
     return readRefusal(refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id'));
   let state = found;

@@ -13,6 +13,7 @@ import {
   type JournalEvent,
 } from '../contract/index.js';
 import type { OperatorActor } from '../ports/index.js';
+import { project } from '../core/index.js';
 import { buildHttpEnvelope } from './http-envelope.js';
 import { dropWhenSettled, readKeptRequest } from './kept-request.js';
 import { stateClassification } from './state-envelope.js';
@@ -62,12 +63,12 @@ export async function retryHttpAction(
   input: InternalHttpRequest,
   person?: OperatorActor,
 ): Promise<HttpActionResult> {
-  const state = actionId.startsWith('act_') ? deps.journal.getAction(actionId) : undefined;
-  if (state === undefined || state.channel !== 'http' || !retryVisible(deps, state))
+  const stored = actionId.startsWith('act_') ? deps.journal.getAction(actionId) : undefined;
+  if (stored === undefined || stored.channel !== 'http' || !retryVisible(deps, stored))
     throw new CodedError('NOT_FOUND', `no HTTP action ${actionId}`, { field: 'retry_of' });
   const request = normalizeHttpRequest(input);
   const route = deps.config.routes.get(request.route);
-  if (route === undefined || !state.target.startsWith(`route:${route.name} `))
+  if (route === undefined || !stored.target.startsWith(`route:${route.name} `))
     throw new CodedError('INVALID_TARGET', `${actionId} was not sent on route ${request.route}`, { field: 'route' });
   // The route's policy is plaintext configuration: a route without one refuses for good before anything reads the
   // action's events (sealed while the vault is locked: that refusal would say backoff, and the unlock then never).
@@ -80,6 +81,11 @@ export async function retryHttpAction(
   }
   // Read once everything queued before is committed, without holding the loop (Journal.readCurrent).
   const events = await deps.journal.readCurrent(() => deps.journal.subjectEvents(actionId));
+  // Whose action it is and what it sent, as its own sealed events say: the checks above read the plaintext row (so a
+  // route without a policy is refused before anything sealed is opened), which another process can edit.
+  const state = project(events).get(actionId);
+  if (state === undefined || state.channel !== 'http' || !retryVisible(deps, state) || state.target !== stored.target)
+    throw new CodedError('NOT_FOUND', `no HTTP action ${actionId}`, { field: 'retry_of' });
   assertSameOrigin(events, actionId, route);
   const binding = preflightBinding(events);
   if ((binding?.key ?? undefined) !== input.idempotency_key) {

@@ -137,18 +137,19 @@ describe('a read refused while the vault is locked: retry after the unlock only 
       const retryOf = (id: string) => ({ route: 'docs', method: 'POST', path: '/documents/1', retry_of: id });
       await asAgent(journal, async (call) => {
         const reads: Array<[string, object, object, string]> = [
-          // The stored result: a run that never had a key sealed it to no one; a keyed run's needs the unlock.
+          // The stored result is handed over on the action's own sealed events (Journal.sealedAction), read first: a run
+          // that never had a key sealed them to no one; a keyed run's need the unlock, and the result with them.
           [
             'fetch_result',
             { action_id: 'act_neverkeyed' },
             { code: 'AUDIT_KEY_UNAVAILABLE', retry: 'never' },
-            `AUDIT_KEY_UNAVAILABLE: run 1 ended before any audit key existed: what it sealed is ${forGood} it`,
+            `AUDIT_KEY_UNAVAILABLE: run 1 ended before any audit key existed: its events are ${forGood} them`,
           ],
           [
             'fetch_result',
             { action_id: 'act_keyedrun' },
-            { code: 'VAULT_LOCKED', retry: 'fetch_result' },
-            'VAULT_LOCKED: this was sealed by broker run 2 (an earlier run); its key needs the unlocked vault',
+            { code: 'AUDIT_KEY_UNAVAILABLE', retry: 'fetch_result' },
+            'AUDIT_KEY_UNAVAILABLE: events of run 2 (an earlier broker run) need the unlocked vault',
           ],
           // The events (a retry_of reads the original's before it resends anything): the same split.
           [

@@ -554,6 +554,9 @@ export class Journal implements BesideWriter {
       if (from > 0 && from < migration009SealedResults.version && version >= migration009SealedResults.version)
         truncateWal(db);
       journal = new Journal(db, options.clock, version, options);
+      // The lanes are read from the table here, at open, before recovery and before anything runs: from now on only
+      // this journal's commits move them (a row another process edits later is never read for a lane).
+      journal.lanes();
       journal.recover(options.judgeBeforeRecovery?.(journal) ?? 'trusted');
       if (journal.threadMode !== false) journal.prepareWriterThread(options);
       // An eager writer thread opens first (Journal.open), so the unlock's audit writes go to it too.
@@ -920,8 +923,8 @@ export class Journal implements BesideWriter {
 
   /**
    * The unresolved tickets of one lane from a ticket on, in ticket order (the dispatcher's view of a lane): from memory
-   * (LaneTickets), each state from the cache when it holds the position the lane does, else read. A resolved ticket is
-   * not listed; scheduleLane would skip it.
+   * (LaneTickets: read at open, moved by each commit), each state as the journal's commits wrote it, never a row read
+   * back. A resolved ticket is not listed; scheduleLane would skip it.
    */
   listLane(lane: string, options: { fromTicket?: number; limit?: number } = {}): ActionState[] {
     this.requireReadable();
@@ -1018,17 +1021,14 @@ export class Journal implements BesideWriter {
   }
 
   /**
-   * An action's state for handing over what it holds (its stored result) to whoever asks: from memory — the states
-   * this journal's commits wrote (the recent cache, the lanes' unresolved tickets) — else folded from the action's own
-   * sealed events, whose associated data authenticates each one's action and session. Never the plaintext `actions`
-   * row, which any process of the user can edit: a row naming the asker's session (or the asker's own row naming
-   * another action's result) would otherwise hand over another agent's result. Throws what opening the events throws
-   * (AUDIT_KEY_UNAVAILABLE while the vault is locked, for an earlier run's events).
+   * An action's state for handing over what it holds (its stored result) or acting on it for an agent (a cancel, a
+   * retry): folded from the action's own sealed events, whose associated data authenticates each one's action and
+   * session. Never the plaintext `actions` row, which any process of the user can edit (a row naming the asker's
+   * session, or the asker's own row naming another action's result), and never a state in memory that a commit folded
+   * over such a row. Throws what opening the events throws (AUDIT_KEY_UNAVAILABLE while the vault is locked, for an
+   * earlier run's events).
    */
   sealedAction(actionId: string): ActionState | undefined {
-    this.requireReadable();
-    const remembered = this.stateCache.get(actionId)?.state ?? this.laneTickets?.stateOf(actionId);
-    if (remembered !== undefined) return remembered;
     const events = this.subjectEvents(actionId);
     if (events.length >= eventsPageMax)
       throw new CodedError('INTERNAL', `${actionId} has more events than one read folds; its state is not rebuilt`);

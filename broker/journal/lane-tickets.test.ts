@@ -164,12 +164,8 @@ describe("when another process edits an unknown head's row while the broker runs
     await t.journal.close();
     const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     opened.push({ ...t, journal, dispose: () => journal.close() });
-    // This run: a ticket waits behind the head (the cache holds it; the head, from the earlier run, it does not).
-    for (const event of inLane(actionPaths.httpNoApproval('act_next_0002').slice(0, 3), 'deploy'))
-      await journal.append(event);
-    expect(journal.laneHeads().heads.get('deploy')).toBe(journal.getAction('act_head_0001')?.ticket);
-
-    // The agent's own connection to the file: the head's row now says a person abandoned it, and settled.
+    // At once, before any lane read of this run: the agent's own connection to the file makes the head's row say a
+    // person abandoned it, and settled.
     const forger = new Database(t.path, { timeout: 5_000 });
     try {
       const row = forger.prepare('SELECT state FROM actions WHERE action_id = ?').get('act_head_0001') as {
@@ -189,6 +185,11 @@ describe("when another process edits an unknown head's row while the broker runs
       state: string;
     };
     expect(ticketStanding(JSON.parse(stored.state) as ActionState)).toBe('resolved');
+
+    // This run: a ticket joins the lane behind the head (the cache holds it; the head, from the earlier run, it does not).
+    for (const event of inLane(actionPaths.httpNoApproval('act_next_0002').slice(0, 3), 'deploy'))
+      await journal.append(event);
+    expect(journal.laneHeads().heads.get('deploy')).toBe(journal.getAction('act_head_0001')?.ticket);
 
     const lane = journal.listLane('deploy');
     expect(lane.map((s) => [s.action_id, ticketStanding(s)])).toEqual([

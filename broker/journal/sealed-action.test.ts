@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionState } from '../contract/index.js';
-import { actionPaths } from '../testing/action-paths.js';
+import { actionPathNames, actionPaths } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
 
@@ -37,10 +37,13 @@ describe('Journal.sealedAction', () => {
     expect(journal.sealedAction('act_never_0002')).toBeUndefined();
   });
 
-  it('answers an action this run wrote from memory', async () => {
+  it('folds an action this run wrote to the state its commits wrote, for every action path', async () => {
     const t = await openTempJournal();
     opened.push(t);
-    for (const event of actionPaths.httpNoApproval('act_recent_0001')) await t.journal.append(event);
-    expect(t.journal.sealedAction('act_recent_0001')).toBe(t.journal.getAction('act_recent_0001'));
+    for (const [i, name] of actionPathNames.entries()) {
+      const id = `act_${name.slice(0, 20)}_${i}`;
+      for (const event of actionPaths[name](id)) await t.journal.append(event);
+      expect([name, t.journal.sealedAction(id)]).toEqual([name, t.journal.getAction(id)]);
+    }
   });
 });

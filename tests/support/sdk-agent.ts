@@ -37,7 +37,10 @@ export class SdkAgent {
   }
 
   /** One SDK method call (`httpRequest`, `fetchResult`, `actionStatus`…), bounded. */
-  call(method: 'httpRequest' | 'fetchResult' | 'actionStatus', ...args: unknown[]): Promise<SdkResult> {
+  call(
+    method: 'httpRequest' | 'fetchResult' | 'actionStatus' | 'cancelAction',
+    ...args: unknown[]
+  ): Promise<SdkResult> {
     return this.agent.exchange((id) => ({ call: { id, method, args } }));
   }
 
