@@ -24,7 +24,7 @@ describe('IdempotencyBook', () => {
   });
 
   it('lets go only of bindings expired for more than the margin it keeps; a rebinding replaces the row', () => {
-    let now = 10 * 3_600_000;
+    let now = 100 * 3_600_000;
     const book = new IdempotencyBook([], () => now);
     book.committed([binding('long-gone', liveBindingsFromMs(now) - 1), binding('just-expired', now - 1)]);
     book.committed([binding('live', now + 1)]);
@@ -33,9 +33,9 @@ describe('IdempotencyBook', () => {
     expect(book.get('docs', 'docs.account', 'just-expired')).toBeDefined();
     expect(book.size()).toBe(2);
     book.committed([binding('just-expired', now + 86_400_000)]);
-    now += 2 * 3_600_000;
+    now += 25 * 3_600_000;
     book.sweep();
-    expect(book.get('docs', 'docs.account', 'just-expired')?.expires_at_ms).toBe(10 * 3_600_000 + 86_400_000);
+    expect(book.get('docs', 'docs.account', 'just-expired')?.expires_at_ms).toBe(100 * 3_600_000 + 86_400_000);
     expect(book.get('docs', 'docs.account', 'live')).toBeUndefined();
   });
 });

@@ -2,10 +2,10 @@ import { idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
 
 /**
  * A binding is kept this long past its expiry before it is let go: a key past `expires_at_ms` is free again
- * (bindIdempotencyKey), so dropping it changes no decision; the margin only keeps a claim stamped a moment earlier
- * than the sweep deciding the same way.
+ * (bindIdempotencyKey decides on the claim's wall time), so dropping it changes no decision as long as the wall clock
+ * does not step back by more than this.
  */
-const expiredKeptMs = 60 * 60 * 1000;
+const expiredKeptMs = 24 * 60 * 60 * 1000;
 /** Expired bindings are swept after this many new ones, so the sweep's cost is spread over the bindings it frees. */
 const sweepEveryBindings = 4096;
 
