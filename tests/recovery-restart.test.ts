@@ -48,7 +48,8 @@ afterEach(async () => {
 
 /**
  * A same-user process's edit of an action's row in the journal file: its session becomes the newest session's (the
- * process that connected last). Returns the undo. Checks the attack's premise: the row names that session now.
+ * process that connected last), and its outcome reads as not recorded yet (so a cancel would be recorded). Returns the
+ * undo. Checks the attack's premise: the row names that session now.
  */
 function claimRow(dataDir: string, actionId: string): () => void {
   const db = new Database(path.join(dataDir, 'journal.sqlite'), { timeout: 5_000 });
@@ -62,7 +63,8 @@ function claimRow(dataDir: string, actionId: string): () => void {
     };
     expect(row.session_id).not.toBe(newest.session_id);
     const write = db.prepare('UPDATE actions SET session_id = ?, state = ? WHERE action_id = ?');
-    write.run(newest.session_id, JSON.stringify({ ...JSON.parse(row.state), session_id: newest.session_id }), actionId);
+    const forged = { ...JSON.parse(row.state), session_id: newest.session_id, recorded: false };
+    write.run(newest.session_id, JSON.stringify(forged), actionId);
     expect(db.prepare('SELECT session_id FROM actions WHERE action_id = ?').get(actionId)).toEqual({
       session_id: newest.session_id,
     });

@@ -523,14 +523,17 @@ async function readCall(
     const issue = parsed.error.issues[0];
     return readRefusal(refusal('INVALID_ARGUMENT', issueMessage(issue), 'after_correction', issueField(issue)));
   }
-  // A result is handed over, and a cancel recorded, only on what the action's sealed events say, never on a plaintext
-  // row another process can edit. A status is what that row says anyway (the agent can read the file).
-  const found =
-    tool === 'action_status'
-      ? ownAction(deps.journal, sessionId, parsed.data.action_id)
-      : ownSealedAction(deps.journal, sessionId, parsed.data.action_id);
-  if (found === undefined)
-    return readRefusal(refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id'));
+  const notFound = (): ToolAnswer =>
+    readRefusal(refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id'));
+  let found = ownAction(deps.journal, sessionId, parsed.data.action_id);
+  if (found === undefined) return notFound();
+  // A result is handed over, and a cancel recorded, only on what the action's sealed events say, never on the
+  // plaintext row, which another process can edit to name its own session (or another result). What the row says
+  // without a result or a record to make (a status, a closed action, no result) the agent can read from the file.
+  if (actsOnSealedRecord(deps, tool, found)) {
+    found = ownSealedAction(deps.journal, sessionId, parsed.data.action_id);
+    if (found === undefined) return notFound();
+  }
   let state = found;
   const waitMs = tool === 'action_status' ? agentToolInputSchemas.action_status.parse(args).wait_ms : undefined;
   if (waitMs !== undefined && waitMs > 0) {
@@ -677,6 +680,13 @@ async function noteDeliveryFailed(deps: AgentBackendDeps, sessionId: string, han
       },
     },
   ]);
+}
+
+/** Whether the call hands over a stored result or records a cancel, going by what the row says. */
+function actsOnSealedRecord(deps: AgentBackendDeps, tool: AgentToolName, row: ActionState): boolean {
+  if (tool === 'fetch_result') return row.result_id !== null;
+  if (tool === 'cancel_action') return deps.queue.isExecuting(row.action_id) || closedForCancel(row) === undefined;
+  return false;
 }
 
 /** ownAction on Journal.sealedAction: whose action it is, and which result it holds, as the journal itself knows. */

@@ -51,6 +51,7 @@ import {
 import { sodiumReady } from './event-cipher.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { migration009SealedResults, truncateWal } from './migrations/009-sealed-results.js';
+import { migration010ActionList } from './migrations/010-action-list.js';
 import type { Migration } from './migration.js';
 import {
   planUnit,
@@ -555,8 +556,9 @@ export class Journal implements BesideWriter {
         truncateWal(db);
       journal = new Journal(db, options.clock, version, options);
       // The lanes are read from the table here, at open, before recovery and before anything runs: from now on only
-      // this journal's commits move them (a row another process edits later is never read for a lane).
-      journal.lanes();
+      // this journal's commits move them (a row another process edits later is never read for a lane). A schema older
+      // than the action list's columns (a migration test's) has no lanes to read.
+      if (version >= migration010ActionList.version) journal.lanes();
       journal.recover(options.judgeBeforeRecovery?.(journal) ?? 'trusted');
       if (journal.threadMode !== false) journal.prepareWriterThread(options);
       // An eager writer thread opens first (Journal.open), so the unlock's audit writes go to it too.

@@ -266,23 +266,37 @@ describe('when the journal reads a row an older broker wrote', () => {
     expect(sessionStateSchema.parse(t.journal.getSession('ses_upgrade_01'))).toMatchObject({ reconnects: 1 });
   });
 
-  it('a damaged row stops the read with a coded error', async () => {
+  it('a damaged row of an unresolved ticket stops the open with a coded error: the lanes read it there', async () => {
     t = await openTempJournal();
-    // Recorded unknown: settled, so recovery leaves it alone, and unresolved, so its lane lists it; after a restart
-    // the journal holds nothing of it in memory.
+    // Recorded unknown: settled, so recovery leaves it alone, and unresolved, so its lane holds it.
     await t.journal.appendBatch(actionPaths.lostThenReconciled(id).slice(0, 7));
+    await t.journal.close();
+    rewrite(`UPDATE actions SET state = json_set(state, '$.stage', 'teleported') WHERE action_id = ?`, id);
+    await expect(Journal.open({ path: t.path, clock: t.clock, vault: t.vault })).rejects.toMatchObject({
+      code: 'INTERNAL',
+      field: 'actions.state.stage',
+    });
+  });
+
+  it('a settled action damaged while the journal runs stops the read of it with a coded error; an unresolved one is read from memory', async () => {
+    t = await openTempJournal();
+    await t.journal.appendBatch(actionPaths.lostThenReconciled(id).slice(0, 7));
+    await t.journal.appendBatch(actionPaths.httpNoApproval('act_settled_0002'));
     await t.journal.close();
     const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     try {
-      rewrite(`UPDATE actions SET state = json_set(state, '$.stage', 'teleported') WHERE action_id = ?`, id);
-      expect(codedFailure(() => reopened.getAction(id))).toMatchObject({
+      // After the open, the journal holds nothing of the settled action in memory: its row is read, and checked.
+      for (const damaged of [id, 'act_settled_0002'])
+        rewrite(`UPDATE actions SET state = json_set(state, '$.stage', 'teleported') WHERE action_id = ?`, damaged);
+      expect(codedFailure(() => reopened.getAction('act_settled_0002'))).toMatchObject({
         code: 'INTERNAL',
         field: 'actions.state.stage',
       });
-      expect(codedFailure(() => reopened.listLane('lane-a'))).toMatchObject({
-        code: 'INTERNAL',
-        field: 'actions.state.stage',
-      });
+      // The unresolved one is the lanes': the state the open read, never the row again.
+      expect(reopened.getAction(id)?.stage).not.toBe('teleported');
+      expect(reopened.listLane('lane-a').map((s) => [s.action_id, (s.stage as string) === 'teleported'])).toEqual([
+        [id, false],
+      ]);
     } finally {
       await reopened.close();
     }
