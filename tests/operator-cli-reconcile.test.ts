@@ -32,8 +32,10 @@ describe('postern actions reconcile against a running daemon', () => {
     const passphraseFile = path.join(scratch, 'reco.pass');
     let retryArrivals = 0;
     target = await ArrivalLogServer.start({
-      behave: ({ method, marker }) => {
-        if (method === 'POST' && marker === 'cli-unknown') return 'apply_then_drop';
+      behave: ({ method, path, marker }) => {
+        if (method === 'POST' && (marker === 'cli-unknown' || marker === 'cli-early')) return 'apply_then_drop';
+        // The remote has not recorded the early key yet: "no record", asked before the route trusts one.
+        if (method === 'GET' && path === '/operations/cli-key-early') return 'not_found';
         // The first send of the retried action loses its answer; the person's retry is answered.
         if (method === 'POST' && marker === 'cli-retry')
           return (retryArrivals += 1) === 1 ? 'apply_then_drop' : 'respond';
@@ -124,6 +126,31 @@ describe('postern actions reconcile against a running daemon', () => {
     const again = await cli(['actions', 'reconcile', actionId, ...dir]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/DECISION_CONFLICT .*already settled/);
+  }, 90_000);
+
+  it('says on the terminal why an early "no record" left the action unknown (the note), not only in --json', async () => {
+    if (agent === undefined || target === undefined) throw new Error('the setup did not start');
+    const dir = ['--data-dir', dataDir];
+    const reply = await agent.call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: '/docs/8',
+      body: JSON.stringify({ marker: 'cli-early' }),
+      idempotency_key: 'cli-key-early',
+      timeout_ms: 60_000,
+    }).reply;
+    expect(reply.structuredContent?.error?.outcome).toBe('unknown');
+    const actionId = reply.structuredContent?.invocation_id ?? '';
+
+    const reconciled = await cli(['actions', 'reconcile', actionId, ...dir]);
+    expect(reconciled.code).toBe(0);
+    const lines = reconciled.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/reconciled by lookup \S+ via idempotency_token: inconclusive, still unknown/);
+    expect(lines[1]).toMatch(
+      /^note: no record under the key, asked \d+ s after the original's last attempt ended; the route counts "no record" only from 60 s after it \(lookup\.not_found_after_seconds\)/,
+    );
+    const shown = await op(dataDir, 'actions.show', { action_id: actionId });
+    expect(shown.state).toMatchObject({ outcome: 'unknown' });
   }, 90_000);
 
   it('postern actions retry resends the kept request with the same key under a lease; the lane is shown released by the same-key retry', async () => {

@@ -308,6 +308,10 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       io.out(
         `${actionId} (ticket #${r.ticket}) reconciled by lookup ${r.lookup_action_id} via ${r.correlation}: ${verdict}, basis ${r.outcome_basis} (journal seq ${r.journal_seq}).`,
       );
+      // What the record says about the answer (a "no record" asked too soon, a read-back's ambiguity) is part of it.
+      if (r.read_back !== undefined)
+        io.out(`read-back: ${r.read_back.matched} matched of ${r.read_back.examined} examined.`);
+      if (r.note !== undefined) io.out(`note: ${r.note}`);
     });
 
   withDataDir(

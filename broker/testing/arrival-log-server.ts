@@ -14,11 +14,12 @@ import type { AddressInfo } from 'node:net';
  * `respond`): `respond` answers 200 with `{"received": marker}`; `apply_then_drop` records the
  * arrival (the effect happened) and then destroys the connection without a response — the
  * "unknown outcome" case; `hold` records the arrival and answers only once `releaseHeld()` is called (a request
- * in flight for as long as the test needs).
+ * in flight for as long as the test needs); `not_found` records the arrival and answers 404 (a lookup of an operation the
+ * remote has no record of).
  *
  * Wait on `waitForArrivals(n)` (an event, not a sleep).
  */
-export type ArrivalBehavior = 'respond' | 'apply_then_drop' | 'hold';
+export type ArrivalBehavior = 'respond' | 'apply_then_drop' | 'hold' | 'not_found';
 
 export interface Arrival {
   readonly marker: string;
@@ -124,6 +125,10 @@ export class ArrivalLogServer extends EventEmitter {
       if (behavior === 'apply_then_drop') {
         // The effect is applied (logged); the connection dies before any response byte.
         request.socket.destroy();
+        return;
+      }
+      if (behavior === 'not_found') {
+        response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));
         return;
       }
       const body = JSON.stringify({ received: marker });
