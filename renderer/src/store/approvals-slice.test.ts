@@ -131,6 +131,38 @@ describe('the approvals slice', () => {
     expect(calls).toEqual([]);
   });
 
+  it("when a reconciliation stays unknown, the card's message carries the record's note", async () => {
+    const note =
+      "no record under the key, asked 3 s after the original's last attempt ended; reconcile again from then";
+    const { api, lists } = scriptedApi({
+      'actions.reconcile': () =>
+        Promise.resolve({
+          ok: true,
+          value: {
+            action_id: 'a',
+            ticket: 3,
+            lookup_action_id: 'l',
+            correlation: 'idempotency_token',
+            note,
+            outcome: 'unknown',
+            effect: 'unknown_effect',
+            outcome_basis: 'remote_query_inconclusive',
+            journal_seq: 9,
+          },
+        }),
+    });
+    const store = createAppStore(api);
+    const decided = store.getState().reconcile(3, 'a');
+    await flush();
+    lists[0]?.(cards());
+    expect(await decided).toBe(true);
+    expect(store.getState().approvalsView.calls.last[3]).toEqual({
+      call: 'reconcile',
+      ok: true,
+      message: `#3 reconciled: unknown (remote_query_inconclusive). ${note}`,
+    });
+  });
+
   it('when the broker refuses a decision, it resolves false and shows the coded error on the card', async () => {
     const conflict = { code: 'DECISION_CONFLICT', message: 'ticket #3 already expired' };
     const { api, lists } = scriptedApi({ 'approvals.reject': () => Promise.resolve({ ok: false, error: conflict }) });

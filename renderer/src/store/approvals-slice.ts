@@ -146,7 +146,9 @@ function decisionActions(api: OperatorApi, decide: Decide): DecisionActions {
         ticket,
         'reconcile',
         () => api['actions.reconcile']({ action_id: actionId }),
-        (value) => `#${ticket} reconciled: ${value.outcome} (${value.outcome_basis})`,
+        // The record's note is part of the answer: why a "no record" was not trusted yet, or a read-back's ambiguity.
+        (value) =>
+          `#${ticket} reconciled: ${value.outcome} (${value.outcome_basis})${value.note === undefined ? '' : `. ${value.note}`}`,
       ),
     retrySameKey: (ticket, actionId) =>
       decide(
