@@ -70,6 +70,29 @@ describe.concurrent('postern with bad arguments', () => {
     }
   });
 
+  it('exits 2 naming --port and ::1 when another program holds the port on the IPv6 loopback', async (ctx) => {
+    // A program that holds [::1]:PORT would answer `localhost:PORT` in a browser that tries ::1 first.
+    const blocker: Server = createServer();
+    const listening = await new Promise<boolean>((resolve) => {
+      blocker.once('error', () => resolve(false));
+      blocker.listen({ port: 0, host: '::1', ipv6Only: true }, () => resolve(true));
+    });
+    if (!listening) {
+      ctx.skip('skipped: this machine has no IPv6 loopback (::1), so no program can hold it');
+      return;
+    }
+    const address = blocker.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    try {
+      const result = await run(['daemon', '--data-dir', freshDir(), '--port', String(port)]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`postern: INVALID_ARGUMENT --port: port ${port} is already in use on ::1`);
+      expect(result.stdout).not.toContain('Operator UI');
+    } finally {
+      blocker.close();
+    }
+  });
+
   it('prints help and exits 0 for --help', async () => {
     const result = await run(['--help']);
     expect(result.code).toBe(0);

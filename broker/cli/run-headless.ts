@@ -201,7 +201,9 @@ function listenError(error: unknown, port: ChosenPort): unknown {
   // The CLI prints `postern: CODE field: message`, so the message does not repeat the field.
   const hint = field === 'operator.port' ? ' (set in the configuration; --port overrides it)' : '';
   if (code === 'EADDRINUSE') {
-    return new CodedError('INVALID_ARGUMENT', `port ${value} is already in use on 127.0.0.1${hint}`, {
+    // The host holds both loopbacks (so `localhost:PORT` reaches only it): say which one another program holds.
+    const address = (error as NodeJS.ErrnoException & { address?: string }).address ?? '127.0.0.1';
+    return new CodedError('INVALID_ARGUMENT', `port ${value} is already in use on ${address}${hint}`, {
       field,
       cause: error,
     });

@@ -1,6 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -369,6 +369,121 @@ describe('when the renderer is not built', () => {
       expect((await send(host.port, '/api/status', auth)).status).toBe(200);
     } finally {
       await host.close();
+    }
+  });
+});
+
+/** Binds `options` with a plain server: the bound server, or the bind's error code. */
+function tryBind(options: { port: number; host: string; ipv6Only?: boolean }): Promise<NetServer | string> {
+  const server = createNetServer();
+  return new Promise((resolve) => {
+    server.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? String(error)));
+    server.listen(options, () => resolve(server));
+  });
+}
+const closeNet = (server: NetServer): Promise<void> => new Promise((resolve) => server.close(() => resolve()));
+
+describe("when another program tries to serve a look-alike page on the host's port (localhost on ::1)", () => {
+  let host: OperatorHttpHost;
+  let ipv6Loopback = false;
+  beforeAll(async () => {
+    const probe = await tryBind({ port: 0, host: '::1', ipv6Only: true });
+    ipv6Loopback = typeof probe !== 'string';
+    if (typeof probe !== 'string') await closeNet(probe);
+    const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
+    host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
+  });
+  afterAll(() => host.close());
+  const needsIpv6 = (ctx: { skip: (note: string) => void }): boolean => {
+    if (!ipv6Loopback) ctx.skip('skipped: this machine has no IPv6 loopback (::1), so no program can bind it either');
+    return ipv6Loopback;
+  };
+
+  it('no program can bind the port on ::1, on [::] IPv6-only, or on any IPv4 or dual-stack address', async (ctx) => {
+    if (!needsIpv6(ctx)) return;
+    for (const attempt of [
+      { port: host.port, host: '::1', ipv6Only: true },
+      { port: host.port, host: '::', ipv6Only: true },
+      { port: host.port, host: '::' },
+      { port: host.port, host: '0.0.0.0' },
+      { port: host.port, host: '127.0.0.1' },
+    ]) {
+      const bound = await tryBind(attempt);
+      if (typeof bound !== 'string') await closeNet(bound);
+      expect({ ...attempt, bound: typeof bound === 'string' ? bound : 'bound' }).toEqual({
+        ...attempt,
+        bound: 'EADDRINUSE',
+      });
+    }
+  });
+
+  it('answers localhost:PORT on ::1 itself, with every check it runs on 127.0.0.1', async (ctx) => {
+    if (!needsIpv6(ctx)) return;
+    const viaV6 = (pathname: string, headers: Record<string, string>, method = 'GET', body?: string) =>
+      new Promise<Answer>((resolve, reject) => {
+        const req = request(
+          { host: '::1', family: 6, port: host.port, path: pathname, method, headers, agent: false },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const local = { Host: `localhost:${host.port}` };
+    expect((await viaV6('/', local)).body).toContain('<title>Postern</title>');
+    expect((await viaV6('/api/status', local)).status).toBe(401);
+    const rebound = await viaV6('/api/status', { Host: `evil.example:${host.port}` });
+    expect(rebound.status).toBe(421);
+    expect(JSON.parse(rebound.body)).toMatchObject({ ok: false, error: { code: 'HOST_NOT_ALLOWED' } });
+    const json = { ...local, 'Content-Type': 'application/json' };
+    const signedIn = await viaV6(
+      sessionPath,
+      json,
+      'POST',
+      JSON.stringify({ token: host.token, code: host.signInCode }),
+    );
+    expect(signedIn.status).toBe(200);
+    const session = (JSON.parse(signedIn.body) as { value: { session: string } }).value.session;
+    const status = await viaV6('/api/status', { ...local, Authorization: `Bearer ${session}` });
+    expect(status.status).toBe(200);
+  });
+
+  it('refuses to start on a port another program holds on ::1 (EADDRINUSE naming ::1) and releases 127.0.0.1', async (ctx) => {
+    if (!needsIpv6(ctx)) return;
+    const squatter = await tryBind({ port: 0, host: '::1', ipv6Only: true });
+    if (typeof squatter === 'string') throw new Error(`could not bind ::1: ${squatter}`);
+    const port = (squatter.address() as AddressInfo).port;
+    try {
+      const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
+      await expect(
+        startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port }),
+      ).rejects.toMatchObject({ code: 'EADDRINUSE', address: '::1' });
+      const v4 = await tryBind({ port, host: '127.0.0.1' });
+      expect(typeof v4).not.toBe('string');
+      if (typeof v4 !== 'string') await closeNet(v4);
+    } finally {
+      await closeNet(squatter);
+    }
+  });
+
+  it('lets both loopbacks go when it closes', async (ctx) => {
+    if (!needsIpv6(ctx)) return;
+    const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
+    const short = await startOperatorHttpHost({
+      handlers: createOperatorHandlers(runtime.broker),
+      rendererDir,
+      port: 0,
+    });
+    await short.close();
+    for (const address of ['::1', '127.0.0.1']) {
+      const bound = await tryBind({ port: short.port, host: address, ipv6Only: address === '::1' });
+      expect(typeof bound).not.toBe('string');
+      if (typeof bound !== 'string') await closeNet(bound);
     }
   });
 });

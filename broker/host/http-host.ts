@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import {
   brokerApiMethods,
   brokerApiReadMethods,
@@ -166,7 +166,8 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
       else res.destroy();
     });
   });
-  port = await listen(server, options.port);
+  const bound = await listenOnLoopbacks(server, options.port);
+  port = bound.port;
   const origin = `http://${listenHost}:${port}`;
   return {
     port,
@@ -181,7 +182,7 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
     close: () => {
       // A stream never ends by itself: end them first, so close does not wait out the grace period.
       for (const stream of streams) stream.end();
-      return closeServer(server);
+      return Promise.all([closeServer(server), closeNetServer(bound.v6)]).then(() => undefined);
     },
   };
 }
@@ -565,6 +566,55 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
     'Content-Length': String(Buffer.byteLength(body)),
   });
   res.end(body);
+}
+
+/** How many random ports are tried for one free on both loopbacks (a port free on 127.0.0.1 may be taken on ::1). */
+const freePortTriesMax = 8;
+
+/**
+ * Listens on 127.0.0.1:PORT and holds [::1]:PORT too, so `localhost:PORT` reaches this host whichever address the
+ * browser tries first, and no other program can serve a look-alike page there (a program that read the printed link
+ * could otherwise bind [::1]:PORT, or [::]:PORT IPv6-only, and collect the code a person types at localhost:PORT).
+ * The IPv6 socket hands each connection to the same HTTP server, so every check runs as on 127.0.0.1. A machine
+ * without an IPv6 loopback has nothing there to hold (nobody can bind it either). With port 0 another random port is
+ * tried when ::1 already has the chosen one; a port asked for by number that is taken on ::1 is refused, like one
+ * taken on 127.0.0.1 (the error's `address` says which).
+ */
+async function listenOnLoopbacks(server: Server, port: number): Promise<{ port: number; v6: NetServer | undefined }> {
+  for (let tries = 1; ; tries += 1) {
+    const chosen = await listen(server, port);
+    try {
+      return { port: chosen, v6: await holdIpv6Loopback(server, chosen) };
+    } catch (error) {
+      await closeServer(server);
+      const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+      if (port !== 0 || !inUse || tries >= freePortTriesMax) throw error;
+    }
+  }
+}
+
+export const listenHostV6 = '::1';
+
+function holdIpv6Loopback(server: Server, port: number): Promise<NetServer | undefined> {
+  const v6 = createNetServer((socket) => server.emit('connection', socket));
+  return new Promise((resolve, reject) => {
+    v6.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRNOTAVAIL' || error.code === 'EAFNOSUPPORT') resolve(undefined);
+      else reject(error);
+    });
+    v6.listen({ port, host: listenHostV6, ipv6Only: true, exclusive: true }, () => resolve(v6));
+  });
+}
+
+function closeNetServer(server: NetServer | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (server?.listening !== true) {
+      resolve();
+      return;
+    }
+    // Its connections belong to the HTTP server, which closes them; this only stops listening and waits for them.
+    server.close(() => resolve());
+  });
 }
 
 function listen(server: Server, port: number): Promise<number> {
