@@ -46,7 +46,8 @@ export const auditSchemaVersion = 4;
 // of the current-state actions table only.
 // 22 rebuilds the rate's outcome_minutes with in_flight (a running action is counted once settled): current state
 // only.
-export const auditSchemaVersionMax = 22;
+// 23 adds idempotency_keys_by_expiry, an index of the current-state idempotency_keys table only.
+export const auditSchemaVersionMax = 23;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

@@ -38,4 +38,15 @@ describe('IdempotencyBook', () => {
     expect(book.get('docs', 'docs.account', 'just-expired')?.expires_at_ms).toBe(100 * 3_600_000 + 86_400_000);
     expect(book.get('docs', 'docs.account', 'live')).toBeUndefined();
   });
+
+  it('lets expired bindings go as commits move it, at most once a minute, without a sweep being asked for', () => {
+    let now = 200 * 3_600_000;
+    const book = new IdempotencyBook([binding('old', liveBindingsFromMs(now) - 1)], () => now);
+    book.committed([binding('fresh', now + 3_600_000)]);
+    expect(book.get('docs', 'docs.account', 'old')).toBeDefined();
+    now += 61_000;
+    book.committed([binding('fresher', now + 3_600_000)]);
+    expect(book.get('docs', 'docs.account', 'old')).toBeUndefined();
+    expect(book.size()).toBe(2);
+  });
 });

@@ -6,8 +6,10 @@ import { idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
  * does not step back by more than this.
  */
 const expiredKeptMs = 24 * 60 * 60 * 1000;
-/** Expired bindings are swept after this many new ones, so the sweep's cost is spread over the bindings it frees. */
-const sweepEveryBindings = 4096;
+/** Expired bindings are swept at most this often, when a commit moves the book (never on a timer of its own). */
+const sweepEveryMs = 60 * 1000;
+/** Bindings are filed by the hour they expire in, so a sweep visits only the hours wholly past and what they hold. */
+const expiryBucketMs = 60 * 60 * 1000;
 
 /**
  * Every idempotency-key binding still within its remote's retention, as this journal knows it: read from the
@@ -17,16 +19,23 @@ const sweepEveryBindings = 4096;
  * a deleted row, a changed fingerprint or an expiry moved into the past would let one key be sent with a second,
  * different request, which a remote may answer with the first request's stored response — recorded as if the second
  * had taken effect. Like the session book, a row edited while no broker runs is trusted at the next open.
+ *
+ * Memory is one entry per binding within retention (~0.5 KB: docs/benchmarks.md, "The idempotency book"). Letting
+ * expired ones go costs each binding O(1) once, spread over the commits: a sweep (at most once a minute, on a commit)
+ * visits only the hours of expiry wholly past the margin and the bindings filed under them, never the whole book.
  */
 export class IdempotencyBook {
   private readonly byKey = new Map<string, BoundIdempotencyKey>();
-  private boundSinceSweep = 0;
+  /** Hour of expiry → the ids filed under it (a rebound key is filed again; the sweep checks the row's own expiry). */
+  private readonly byExpiryHour = new Map<number, string[]>();
+  private nextSweepAtMs: number;
 
   constructor(
     loaded: Iterable<BoundIdempotencyKey>,
     private readonly nowMs: () => number,
   ) {
-    for (const row of loaded) this.byKey.set(idempotencyKeyId(row.route, row.scope, row.key), row);
+    for (const row of loaded) this.file(row);
+    this.nextSweepAtMs = nowMs() + sweepEveryMs;
   }
 
   get(route: string, scope: string, key: string): BoundIdempotencyKey | undefined {
@@ -35,22 +44,39 @@ export class IdempotencyBook {
 
   /** After COMMIT only: the bindings that commit wrote. */
   committed(written: Iterable<BoundIdempotencyKey>): void {
-    for (const row of written) {
-      this.byKey.set(idempotencyKeyId(row.route, row.scope, row.key), row);
-      this.boundSinceSweep += 1;
-    }
-    if (this.boundSinceSweep >= sweepEveryBindings) this.sweep();
+    for (const row of written) this.file(row);
+    if (this.nowMs() >= this.nextSweepAtMs) this.sweep();
   }
 
-  /** Lets go of the bindings expired more than expiredKeptMs ago. */
+  /**
+   * Lets go of the bindings expired more than expiredKeptMs ago: the hours wholly before that, and of each only the
+   * bindings whose own expiry is still that old (a key rebound since is filed under its new hour and stays).
+   */
   sweep(): void {
-    this.boundSinceSweep = 0;
-    const before = this.nowMs() - expiredKeptMs;
-    for (const [id, row] of this.byKey) if (row.expires_at_ms < before) this.byKey.delete(id);
+    const now = this.nowMs();
+    this.nextSweepAtMs = now + sweepEveryMs;
+    const before = now - expiredKeptMs;
+    for (const [hour, ids] of this.byExpiryHour) {
+      if ((hour + 1) * expiryBucketMs > before) continue;
+      for (const id of ids) {
+        const row = this.byKey.get(id);
+        if (row !== undefined && row.expires_at_ms < before) this.byKey.delete(id);
+      }
+      this.byExpiryHour.delete(hour);
+    }
   }
 
   size(): number {
     return this.byKey.size;
+  }
+
+  private file(row: BoundIdempotencyKey): void {
+    const id = idempotencyKeyId(row.route, row.scope, row.key);
+    this.byKey.set(id, row);
+    const hour = Math.floor(row.expires_at_ms / expiryBucketMs);
+    const filed = this.byExpiryHour.get(hour);
+    if (filed === undefined) this.byExpiryHour.set(hour, [id]);
+    else filed.push(id);
   }
 }
 

@@ -180,6 +180,10 @@ export interface AuditStore {
   insertCheckpoint(checkpoint: CheckpointRow): void;
 }
 
+/** The idempotency book's read at open: one range of migration 023's index on the expiry, never the whole table. */
+export const idempotencyKeysExpiringAfterSql = `SELECT route, scope, key, fingerprint, action_id, first_seen_ms,
+  expires_at_ms, bound_seq FROM idempotency_keys WHERE expires_at_ms > ?`;
+
 /**
  * The SQL of the journal over one connection: prepared once, no decisions. Every write here runs
  * inside the journal's transaction; the caller owns BEGIN/COMMIT.
@@ -573,12 +577,7 @@ export class JournalStore implements AuditStore {
 
   /** Every binding that expires after `fromMs` (the journal's idempotency book, read once at open). */
   idempotencyKeysExpiringAfter(fromMs: number): BoundIdempotencyKey[] {
-    return this.db
-      .prepare(
-        `SELECT route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq
-        FROM idempotency_keys WHERE expires_at_ms > ?`,
-      )
-      .all(fromMs) as BoundIdempotencyKey[];
+    return this.db.prepare(idempotencyKeysExpiringAfterSql).all(fromMs) as BoundIdempotencyKey[];
   }
 
   /** A new binding, or a rebinding of a key whose earlier binding expired. */

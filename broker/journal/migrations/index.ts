@@ -21,6 +21,7 @@ import { migration019RecordingAlive } from './019-recording-alive.js';
 import { migration020OpenIncludesBlockingUnknown } from './020-open-includes-blocking-unknown.js';
 import { migration021OutcomeFilterSettled } from './021-outcome-filter-settled.js';
 import { migration022RateCountsSettled } from './022-rate-counts-settled.js';
+import { migration023IdempotencyKeysByExpiry } from './023-idempotency-keys-by-expiry.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -46,4 +47,5 @@ export const journalMigrations: readonly Migration[] = [
   migration020OpenIncludesBlockingUnknown,
   migration021OutcomeFilterSettled,
   migration022RateCountsSettled,
+  migration023IdempotencyKeysByExpiry,
 ];
