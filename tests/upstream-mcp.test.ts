@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentToolReply, ApprovalCard, BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { callOperator } from '../broker/cli/operator-commands.js';
+import { parseConfig } from '../broker/config/load-config.js';
 import { systemClock } from '../broker/ports/index.js';
 import {
   startUpstreamHttpMcp,
@@ -63,6 +64,8 @@ function configYaml(remoteUrl: string): string {
     '    env:',
     "      API_TOKEN: '{credential:files-token}'",
     "      MODE: 'read-write'",
+    // The person's acceptance that the child's environment (readable by the user's processes) holds the token.
+    '    expose_env_credentials: true',
     '    approval: none',
     '    timeout_ms: 20000',
     '    tools:',
@@ -199,6 +202,24 @@ describe('when a stdio server is given a credential in its environment', () => {
     // The broker's own environment never reaches the child.
     const own = enveloped(await call('files.env', { name: 'POSTERN_LOG_LEVEL' }));
     expect(own.mcp_result?.structured_content).toEqual({ name: 'POSTERN_LOG_LEVEL', value: null });
+  });
+
+  it("is exposed to every process of the user (/proc/PID/environ), so the configuration refuses it unless a person's accepted file says expose_env_credentials: true", () => {
+    // The attack, as a same-user agent makes it while the child is warm: read every process's environment.
+    const exposedIn = serverProcesses().filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`).includes(filesCanary);
+      } catch {
+        return false;
+      }
+    });
+    // The exposure the flag accepts is real (the card's note says no more than this): hence no default gives it.
+    expect(exposedIn.length).toBeGreaterThan(0);
+    const withoutTheFlag = configYaml(remote.url).replace('    expose_env_credentials: true\n', '');
+    expect(withoutTheFlag).not.toContain('expose_env_credentials');
+    expect(() => parseConfig(withoutTheFlag)).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'mcp_servers[0].env.API_TOKEN' }),
+    );
   });
 });
 

@@ -42,6 +42,7 @@ beforeAll(async () => {
       `    command: ${JSON.stringify(command)}`,
       `    args: ${JSON.stringify(args)}`,
       "    env: { API_TOKEN: '{credential:docs-token}' }",
+      '    expose_env_credentials: true',
       '    approval: none',
       '    timeout_ms: 20000',
       '',

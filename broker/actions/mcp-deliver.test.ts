@@ -17,6 +17,7 @@ const config = parseConfig(
     '    transport: stdio',
     '    command: /usr/bin/node',
     '    env: { API_TOKEN: "{credential:files-token}", MODE: "ro" }',
+    '    expose_env_credentials: true',
     '  - name: remote',
     '    transport: streamable_http',
     '    url: https://mcp.example.com/mcp',

@@ -84,7 +84,7 @@ export function diffConfigs(before: PosternConfig, after: PosternConfig): Config
   return {
     routes: diffEntries(before.routes, after.routes, derivedRouteFields),
     ssh_hosts: diffEntries(before.sshHosts, after.sshHosts, new Set(), sshCommandNote),
-    mcp_servers: diffEntries(before.mcpServers, after.mcpServers, new Set()),
+    mcp_servers: diffEntries(before.mcpServers, after.mcpServers, new Set(), mcpServerNote),
     settings,
   };
 }
@@ -102,6 +102,16 @@ export const sshCommandStarNotes = {
   loose:
     'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /"; rules_may_loosen: true, so a * DOES take options (- +), a word beginning with =, the = of a NAME=value word before the command word (* /opt/app/run matches "LD_PRELOAD=/x.so /opt/app/run") and .. path segments: tar * matches "tar --checkpoint-action=exec=sh", cat /var/log/* matches "cat /var/log/../../etc/shadow"; the whole command must match',
 } as const;
+
+/** Said beside a stdio server's `expose_env_credentials: true` on the card: what accepting it hands over. */
+export const exposeEnvCredentialsNote =
+  "every {credential:NAME} in this server's env is put in its child's environment, which every process running as " +
+  'you can read (/proc/PID/environ), the agent included: those credentials are exposed to it for as long as the child runs';
+
+/** The note of an MCP server's `expose_env_credentials: true`. */
+function mcpServerNote(field: string, value: unknown): string | undefined {
+  return field === 'expose_env_credentials' && value === true ? exposeEnvCredentialsNote : undefined;
+}
 
 /** The note of an SSH host's `commands[i]` whose pattern has a `*`. */
 function sshCommandNote(field: string, value: unknown): string | undefined {

@@ -463,6 +463,12 @@ export const mcpServerSchema = z.strictObject({
     .optional()
     .describe('stdio: environment added to a minimal base; values may hold {credential:NAME} references.'),
   cwd: z.string().min(1).max(4096).optional().describe('stdio: absolute working directory.'),
+  expose_env_credentials: z
+    .literal(true)
+    .optional()
+    .describe(
+      "stdio: required with any {credential:NAME} in env. A child's environment is readable by every process of the user (/proc/PID/environ), an agent's included; true says you accept that for these credentials.",
+    ),
   url: z
     .string()
     .min(1)
@@ -899,7 +905,16 @@ function checkMcpServers(
 /** `approvals` of `approvals.approve`: an upstream tool `<server>.<tool>` must never read as an operator method. */
 const operatorNamespaces: ReadonlySet<string> = new Set(brokerApiMethods.map((m) => m.split('.')[0] ?? m));
 
-const mcpStdioFields = ['command', 'args', 'env', 'cwd'] as const;
+const mcpStdioFields = ['command', 'args', 'env', 'cwd', 'expose_env_credentials'] as const;
+/**
+ * Why a credential reference in a stdio server's env needs `expose_env_credentials: true`: the child is an ordinary
+ * process of the user, its environment is readable by every other one (THREAT-MODEL: the agent runs as the user), and
+ * the broker cannot make a program it only starts non-dumpable (the flag does not survive exec).
+ */
+export const envCredentialsExposed =
+  "a {credential:NAME} here is put in the child's environment, which every process running as you can read " +
+  '(/proc/PID/environ), the agent included; run the server as transport streamable_http (the credential then goes ' +
+  'out as a header and stays in the broker), or set expose_env_credentials: true on this server to accept that';
 const credentialsGoInEnv = 'credentials go in env as {credential:NAME}, never here';
 
 /** The program, its arguments, directory and environment of a stdio server. */
@@ -937,7 +952,8 @@ function checkMcpStdio(
     const problem =
       mcpEnvKeyProblem(key) ??
       (value.includes('\0') ? 'a NUL character cannot be passed to a process' : undefined) ??
-      refsProblem(value);
+      refsProblem(value) ??
+      (server.expose_env_credentials !== true && value.includes('{credential:') ? envCredentialsExposed : undefined);
     if (problem !== undefined) issue(at('env', key), problem);
   }
 }

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { agentToolNames, isCodedError } from '../contract/index.js';
 import { credentialNamePattern } from '../vault/index.js';
-import { diffConfigs } from './config-diff.js';
+import { diffConfigs, exposeEnvCredentialsNote } from './config-diff.js';
 import { parseConfig } from './load-config.js';
 import {
   mcpCredentialNamePattern,
@@ -63,6 +63,7 @@ describe('when mcp_servers is loaded', () => {
           '    env:',
           "      API_TOKEN: 'Bearer {credential:files-token}'",
           "      MODE: 'read-write'",
+          '    expose_env_credentials: true',
           '    rules_may_loosen: true',
           '    lane: null',
           '    tools:',
@@ -133,6 +134,29 @@ describe('when mcp_servers is loaded', () => {
     ['DYLD_ in env', stdio(['    env: { DYLD_INSERT_LIBRARIES: x }']), 'mcp_servers[0].env.DYLD_INSERT_LIBRARIES', /./],
     ['NODE_OPTIONS in env', stdio(['    env: { NODE_OPTIONS: --require=x }']), 'mcp_servers[0].env.NODE_OPTIONS', /./],
     ['a bad env name', stdio(["    env: { '1X': y }"]), 'mcp_servers[0].env.1X', /environment variable name/],
+    [
+      'a credential in env without expose_env_credentials',
+      stdio(["    env: { T: 'Bearer {credential:abc}', M: plain }"]),
+      'mcp_servers[0].env.T',
+      /every process running as you can read \(\/proc\/PID\/environ\).*streamable_http.*expose_env_credentials: true/,
+    ],
+    [
+      'expose_env_credentials on streamable_http',
+      [
+        '  - name: r',
+        '    transport: streamable_http',
+        '    url: https://x.example/mcp',
+        '    expose_env_credentials: true',
+      ],
+      'mcp_servers[0].expose_env_credentials',
+      /only for transport stdio/,
+    ],
+    [
+      'expose_env_credentials: false (only true says anything)',
+      stdio(['    expose_env_credentials: false']),
+      'mcp_servers[0].expose_env_credentials',
+      /./,
+    ],
     ['an unclosed reference', stdio(["    env: { T: '{credential:abc' }"]), 'mcp_servers[0].env.T', /not closed/],
     [
       'a nested reference',
@@ -275,7 +299,12 @@ describe('mcpToolPolicy', () => {
 
 describe('credential references', () => {
   it('lists every credential a server uses once, env references first, and the vault name rule is the vault’s', () => {
-    const files = server(...stdio(["    env: { A: '{credential:x}{credential:y}', B: 'k={credential:x}', C: plain }"]));
+    const files = server(
+      ...stdio([
+        "    env: { A: '{credential:x}{credential:y}', B: 'k={credential:x}', C: plain }",
+        '    expose_env_credentials: true',
+      ]),
+    );
     expect(mcpCredentialRefs(files)).toEqual(['x', 'y']);
     expect(mcpCredentialRefs(server(...remote(['    credential: remote-token'])))).toEqual(['remote-token']);
     expect(mcpCredentialNamePattern.source).toBe(credentialNamePattern.source);
@@ -366,13 +395,18 @@ describe('when mcp_servers change, the change card', () => {
   it('shows added, removed and changed servers with one line per env variable and per tools rule', () => {
     const before = parseConfig(
       config(
-        ...stdio(["    env: { A: '{credential:x}', B: keep }", "    tools: [{ match: 'r*', approval: per_call }]"]),
+        ...stdio([
+          "    env: { A: '{credential:x}', B: keep }",
+          '    expose_env_credentials: true',
+          "    tools: [{ match: 'r*', approval: per_call }]",
+        ]),
       ),
     );
     const after = parseConfig(
       config(
         ...stdio([
           "    env: { A: '{credential:other}', B: keep }",
+          '    expose_env_credentials: true',
           "    tools: [{ match: 'r*', approval: per_call }, { match: 'w*', lane: w }]",
         ]),
         ...remote(),
@@ -394,5 +428,22 @@ describe('when mcp_servers change, the change card', () => {
       expect.objectContaining({ name: 'remote', change: 'removed' }),
     );
     expect(diffConfigs(after, after).mcp_servers).toEqual([]);
+  });
+
+  it('says beside expose_env_credentials: true what accepting it hands over to every process of the user', () => {
+    const before = parseConfig(config(...stdio(['    env: { B: keep }'])));
+    const after = parseConfig(
+      config(...stdio(["    env: { A: '{credential:x}', B: keep }", '    expose_env_credentials: true'])),
+    );
+    const fields = diffConfigs(before, after).mcp_servers[0]?.fields ?? [];
+    expect(fields).toContainEqual({
+      field: 'expose_env_credentials',
+      before: null,
+      after: 'true',
+      note: exposeEnvCredentialsNote,
+    });
+    expect(exposeEnvCredentialsNote).toMatch(
+      /every process running as you can read \(\/proc\/PID\/environ\), the agent/,
+    );
   });
 });
