@@ -16,6 +16,9 @@ export interface BoundIdempotencyKey {
   readonly bound_seq: number;
 }
 
+/** What deciding a claim needs of the key's current binding: the request it means and until when. */
+export type KeyBinding = Pick<BoundIdempotencyKey, 'fingerprint' | 'expires_at_ms'>;
+
 /** The event that asks to bind a key: its claim and where it lands in the log. */
 export interface IdempotencyClaim {
   readonly binding: IdempotencyKeyBinding;
@@ -26,8 +29,7 @@ export interface IdempotencyClaim {
 
 /** The binding after the claim: a new row to write, or the existing row unchanged (a same-key retry). */
 export type BindDecision =
-  | { readonly kind: 'bound'; readonly row: BoundIdempotencyKey }
-  | { readonly kind: 'same'; readonly row: BoundIdempotencyKey };
+  { readonly kind: 'bound'; readonly row: BoundIdempotencyKey } | { readonly kind: 'same'; readonly row: KeyBinding };
 
 /**
  * DESIGN §3 "Idempotency is a remote contract": a key reused (same route and scope) with another
@@ -38,7 +40,7 @@ export type BindDecision =
  * it is free again. Decided on the event's own wall time, so a replay of the log decides the same.
  * Pure; throws the refusal as a CodedError with `field` so the journal refuses only this unit.
  */
-export function bindIdempotencyKey(existing: BoundIdempotencyKey | undefined, claim: IdempotencyClaim): BindDecision {
+export function bindIdempotencyKey(existing: KeyBinding | undefined, claim: IdempotencyClaim): BindDecision {
   const { binding } = claim;
   if (existing !== undefined && existing.expires_at_ms > claim.at_ms) {
     if (existing.fingerprint === binding.fingerprint) return { kind: 'same', row: existing };

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { BoundIdempotencyKey } from '../core/index.js';
 import { IdempotencyBook, liveBindingsFromMs } from './idempotency-book.js';
@@ -48,5 +49,35 @@ describe('IdempotencyBook', () => {
     book.committed([binding('fresher', now + 3_600_000)]);
     expect(book.get('docs', 'docs.account', 'old')).toBeUndefined();
     expect(book.size()).toBe(2);
+  });
+
+  it('property: it answers every key with the fingerprint and expiry last bound, as a map of whole rows does', () => {
+    const hex = fc.stringMatching(/^[0-9a-f]{64}$/);
+    const bindingArb = fc.record({
+      route: fc.constantFrom('docs', 'docs2', 'd"o'),
+      scope: fc.constantFrom('a', 'a.b', ''),
+      key: fc.string({ maxLength: 40 }),
+      fingerprint: hex.map((h) => `sha256:${h}`),
+      expires_at_ms: fc.integer({ min: 0, max: 2 ** 52 }),
+    });
+    fc.assert(
+      fc.property(fc.array(fc.array(bindingArb, { maxLength: 5 }), { maxLength: 20 }), (commits) => {
+        const book = new IdempotencyBook([], () => 0);
+        const whole = new Map<string, { fingerprint: string; expires_at_ms: number }>();
+        for (const written of commits) {
+          book.committed(written);
+          for (const b of written)
+            whole.set(JSON.stringify([b.route, b.scope, b.key]), {
+              fingerprint: b.fingerprint,
+              expires_at_ms: b.expires_at_ms,
+            });
+        }
+        for (const written of commits)
+          for (const b of written)
+            expect(book.get(b.route, b.scope, b.key)).toEqual(whole.get(JSON.stringify([b.route, b.scope, b.key])));
+        expect(book.size()).toBe(whole.size);
+        expect(book.get('docs', 'a', 'never-bound-\u0000')).toBeUndefined();
+      }),
+    );
   });
 });

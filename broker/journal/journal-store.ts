@@ -36,6 +36,7 @@ import {
   readTreeSql,
 } from './snapshot-sql.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
+import type { BoundBinding } from './idempotency-book.js';
 
 /**
  * A transaction's counter changes, summed by row: action_counters by counterKeyId, the rate's outcome_minutes by minute
@@ -181,8 +182,8 @@ export interface AuditStore {
 }
 
 /** The idempotency book's read at open: one range of migration 023's index on the expiry, never the whole table. */
-export const idempotencyKeysExpiringAfterSql = `SELECT route, scope, key, fingerprint, action_id, first_seen_ms,
-  expires_at_ms, bound_seq FROM idempotency_keys WHERE expires_at_ms > ?`;
+export const idempotencyKeysExpiringAfterSql = `SELECT route, scope, key, fingerprint, expires_at_ms
+  FROM idempotency_keys WHERE expires_at_ms > ?`;
 
 /**
  * The SQL of the journal over one connection: prepared once, no decisions. Every write here runs
@@ -576,8 +577,9 @@ export class JournalStore implements AuditStore {
   }
 
   /** Every binding that expires after `fromMs` (the journal's idempotency book, read once at open). */
-  idempotencyKeysExpiringAfter(fromMs: number): BoundIdempotencyKey[] {
-    return this.db.prepare(idempotencyKeysExpiringAfterSql).all(fromMs) as BoundIdempotencyKey[];
+  idempotencyKeysExpiringAfter(fromMs: number): IterableIterator<BoundBinding> {
+    // Streamed: the book keeps a few bytes of each row, so the rows themselves are never all held at once.
+    return this.db.prepare(idempotencyKeysExpiringAfterSql).iterate(fromMs) as IterableIterator<BoundBinding>;
   }
 
   /** A new binding, or a rebinding of a key whose earlier binding expired. */

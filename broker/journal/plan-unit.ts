@@ -6,6 +6,7 @@ import {
   idempotencyKeyId,
   refuseNewEvent,
   type BoundIdempotencyKey,
+  type KeyBinding,
   type CredentialRequestState,
 } from '../core/index.js';
 import {
@@ -27,7 +28,7 @@ export interface PlanContext {
   /** The same for sessions (SESSION_* events, `ses_` subjects). */
   sessionOf(sessionId: string): SessionState | undefined;
   /** The same for idempotency keys (by idempotencyKeyId): planned in this transaction, then stored. */
-  idempotencyKeyOf(route: string, scope: string, key: string): BoundIdempotencyKey | undefined;
+  idempotencyKeyOf(route: string, scope: string, key: string): KeyBinding | undefined;
   /** The same for credential requests (CREDENTIAL_* request events, `crq_` subjects), folded from their headers. */
   credentialRequestOf(requestId: string): CredentialRequestState | undefined;
 }
