@@ -234,6 +234,7 @@ export class JournalStore implements AuditStore {
     unresolvedLaneStates: () => Statement<[], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
+    readSubjectEventsAfter: () => Statement<[string, number, number], EventRow>;
     readSubjectHeaders: () => Statement<[string], SubjectHeaderRow>;
     readSubjectKinds: () => Statement<[string], { kind: string }>;
     readSubjectRuns: () => Statement<[string, number], { run: number }>;
@@ -323,6 +324,7 @@ export class JournalStore implements AuditStore {
       ),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
+      readSubjectEventsAfter: lazy(db, `SELECT * FROM events WHERE action_id = ? AND seq > ? ORDER BY seq LIMIT ?`),
       readSubjectKinds: lazy(db, `SELECT DISTINCT kind FROM events WHERE action_id = ?`),
       readSubjectRuns: lazy(
         db,
@@ -528,6 +530,11 @@ export class JournalStore implements AuditStore {
 
   readSubjectEvents(subjectId: string, limit: number): EventRow[] {
     return this.sql.readSubjectEvents().all(subjectId, limit);
+  }
+
+  /** One action's (or session's) events after `afterSeq`, in append order: a page of a longer read. */
+  readSubjectEventsAfter(subjectId: string, afterSeq: number, limit: number): EventRow[] {
+    return this.sql.readSubjectEventsAfter().all(subjectId, afterSeq, limit);
   }
 
   /** The kinds of a subject's events, from the plaintext header column (nothing is decrypted). */

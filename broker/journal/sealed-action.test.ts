@@ -46,4 +46,23 @@ describe('Journal.sealedAction', () => {
       expect([name, t.journal.sealedAction(id)]).toEqual([name, t.journal.getAction(id)]);
     }
   });
+
+  it('folds an action with more events than one page reads (1,300 here) to the state its commits wrote', async () => {
+    const t = await openTempJournal();
+    opened.push(t);
+    const id = 'act_many_events_01';
+    const path = actionPaths.sshExit23(id);
+    const firstOutput = path.findIndex((e) => e.kind === 'OUTPUT_RECEIVED');
+    const more = Array.from({ length: 1_290 }, () => ({
+      kind: 'OUTPUT_RECEIVED' as const,
+      action_id: id,
+      payload: { attempt: 1, stream: 'stdout' as const, bytes: 1 },
+    }));
+    const events = [...path.slice(0, firstOutput), ...more, ...path.slice(firstOutput)];
+    expect(events.length).toBeGreaterThan(2 * 512);
+    for (let i = 0; i < events.length; i += 200) await t.journal.appendBatch(events.slice(i, i + 200));
+    const sealed = t.journal.sealedAction(id);
+    expect(sealed).toEqual(t.journal.getAction(id));
+    expect(sealed?.attempts[0]?.output_bytes.stdout).toBe(100 + 1_290);
+  });
 });
