@@ -47,12 +47,27 @@ export class CommitOverlay {
     private readonly keyBook: Pick<IdempotencyBook, 'get'>,
     /** An unresolved laned action's state from memory (LaneTickets), read before the table on a cache miss. */
     private readonly unresolvedState: (id: string) => ActionState | undefined,
+    /**
+     * On a cache miss otherwise, the action's state folded from its own sealed events (Journal.sealedAction), or
+     * `unreadable` while some of them cannot be opened (an earlier run's, the vault locked): only then the row.
+     */
+    private readonly sealedState: (id: string) => ActionState | undefined | 'unreadable',
     private before: readonly CommitOverlay[] = [],
   ) {}
 
   /** Planning is over: the overlays it was planned over are let go (only this overlay's own maps are read after). */
   planned(): void {
     this.before = [];
+  }
+
+  /**
+   * A settled action no cache holds (a person's decision on an old action, recovery): folded from its sealed events, so
+   * a row another process of the user edited (THREAT-MODEL) is never what a new event folds over. The row is read only
+   * while those events cannot be opened.
+   */
+  private sealedOrStored(id: string): ActionState | undefined {
+    const sealed = this.sealedState(id);
+    return sealed === 'unreadable' ? this.store.loadState(id) : sealed;
   }
 
   /** The reads planUnit needs, answered from this overlay first. */
@@ -66,7 +81,7 @@ export class CommitOverlay {
           this.storedTimelines.set(id, cached.timeline);
           this.cached.set(id, cached);
         }
-        this.stored.set(id, cached?.state ?? this.unresolvedState(id) ?? this.store.loadState(id));
+        this.stored.set(id, cached?.state ?? this.unresolvedState(id) ?? this.sealedOrStored(id));
       }
       return this.stored.get(id);
     },

@@ -1037,6 +1037,16 @@ export class Journal implements BesideWriter {
     return project(this.allSubjectEvents(actionId)).get(actionId);
   }
 
+  /** sealedAction for a commit's cache miss: `unreadable` while some of the action's events cannot be opened now. */
+  private sealedStateForCommit(actionId: string): ActionState | undefined | 'unreadable' {
+    try {
+      return project(this.allSubjectEvents(actionId)).get(actionId);
+    } catch (error) {
+      if (error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE') return 'unreadable';
+      throw error;
+    }
+  }
+
   /**
    * Every event of one action, a page at a time, opened as read (synchronously: no commit runs between pages). An
    * action has a few dozen; retries, reconciliations and attestations add to that, and a fold of more than
@@ -1683,6 +1693,7 @@ export class Journal implements BesideWriter {
       this.sessionBook,
       this.keyBook,
       (id) => this.laneTickets?.stateOf(id),
+      (id) => this.sealedStateForCommit(id),
       this.inFlight.map((batch) => batch.overlay),
     );
     try {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionState } from '../contract/index.js';
-import { actionPathNames, actionPaths } from '../testing/action-paths.js';
+import { actionPathNames, actionPaths, succeeded } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
 
@@ -64,5 +64,52 @@ describe('Journal.sealedAction', () => {
     const sealed = t.journal.sealedAction(id);
     expect(sealed).toEqual(t.journal.getAction(id));
     expect(sealed?.attempts[0]?.output_bytes.stdout).toBe(100 + 1_290);
+  });
+
+  it("refuses a person's attestation of a settled action whose row another process edited to read unknown: a commit folds its sealed events on a cache miss, never the row", async () => {
+    const t = await openTempJournal();
+    opened.push(t);
+    const id = 'act_settled_00001';
+    for (const event of actionPaths.httpNoApproval(id)) await t.journal.append(event);
+    const genuine = t.journal.getAction(id) as ActionState;
+    expect(genuine).toMatchObject({ outcome: 'committed', recorded: true });
+    await t.journal.close();
+    // Reopened: nothing of the action is in memory (settled, so no lane holds it either).
+    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    opened.push({ ...t, journal, dispose: () => journal.close() });
+
+    const forger = new Database(t.path, { timeout: 5_000 });
+    try {
+      const forged = { ...genuine, outcome: 'unknown', effect: 'unknown_effect', code: 'REMOTE_OUTCOME_UNKNOWN' };
+      forger
+        .prepare('UPDATE actions SET outcome = ?, state = ? WHERE action_id = ?')
+        .run('unknown', JSON.stringify(forged), id);
+    } finally {
+      forger.close();
+    }
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown' });
+
+    const attest = {
+      kind: 'OPERATOR_ATTESTED' as const,
+      action_id: id,
+      payload: { actor: { kind: 'person' as const, id: 'ann' }, basis: 'the row said unknown' },
+      classification: {
+        ...succeeded,
+        outcome: 'rejected' as const,
+        effect: 'no_effect' as const,
+        code: 'ATTESTED_REJECTED' as const,
+        outcome_basis: 'operator_attested',
+        source: 'operator_attested' as const,
+      },
+    };
+    // Folded over the row it would settle a committed action rejected; over its sealed events it is refused.
+    await expect(journal.append(attest)).rejects.toMatchObject({
+      code: 'IMPOSSIBLE_TRANSITION',
+      message: expect.stringContaining('OPERATOR_ATTESTED'),
+    });
+    expect(journal.sealedAction(id)).toEqual(genuine);
+    // Only that unit was refused: the journal goes on.
+    for (const event of actionPaths.httpNoApproval('act_after_00001')) await journal.append(event);
+    expect(journal.getAction('act_after_00001')).toMatchObject({ outcome: 'committed' });
   });
 });
