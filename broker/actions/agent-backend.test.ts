@@ -20,6 +20,7 @@ import {
 import { canary, localRouteConfig, retryPolicyYaml, type RetryPolicyYaml } from '../testing/http-action-harness.js';
 import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { waitForCardCount, waitForCards } from '../testing/queue-waits.js';
+import { sessionStartedEvent } from '../testing/session-events.js';
 import { describeCutShutdown, shutDownRuntime } from '../host/shutdown-sequence.js';
 import { sessionIdFor, type RunningAgentBackend } from './agent-backend.js';
 import { openActionsPerSessionMax, runningActionsPerSessionMax } from './open-actions.js';
@@ -612,6 +613,22 @@ describe('when an agent process is gone', () => {
       reason: 'session ended',
     });
     expect(await backend.sweep()).toBe(0);
+  });
+
+  it('the sweeper ends it behind more than 1,000 newer live sessions too (the Sessions page holds the newest 1,000)', async () => {
+    const oldest = await approvedSession(702);
+    const newer = Array.from({ length: 1_001 }, (_, i) =>
+      sessionStartedEvent(`ses_newer_${String(i).padStart(5, '0')}`, 20_000 + i),
+    );
+    for (const event of newer) alive.add((event.payload as { pid: number }).pid);
+    await Promise.all(newer.map((event) => f.h.temp.journal.appendSession(event)));
+    expect(f.h.temp.journal.listSessions({ status: ['pending', 'approved', 'revoked'] })).not.toContainEqual(
+      expect.objectContaining({ session_id: oldest }),
+    );
+    alive.delete(702);
+    expect(await backend.sweep()).toBe(1);
+    expect(f.h.temp.journal.getSession(oldest)).toMatchObject({ status: 'ended', end_reason: 'process_exited' });
+    expect(f.h.temp.journal.unendedSessions()).toHaveLength(1_001);
   });
 });
 

@@ -230,7 +230,7 @@ async function listUpstreamTools(deps: AgentBackendDeps, upstreams: McpUpstreams
 /** Ends the sessions whose process is gone, cancelling their undispatched tickets; returns how many. */
 async function sweepSessions(deps: AgentBackendDeps, reason: 'process_exited' | 'broker_found_gone'): Promise<number> {
   let ended = 0;
-  for (const s of deps.journal.listSessions({ status: ['pending', 'approved', 'revoked'] })) {
+  for (const s of deps.journal.unendedSessions()) {
     if (s.ended_at_ms !== null || deps.processAlive(s.pid, s.start_time)) continue;
     await deps.queue.endSession(s.session_id, reason);
     ended += 1;

@@ -326,7 +326,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     closers.push(() => backend.close());
     // Agents can never approve: the control socket refuses operator calls from their process trees.
     const guard = createAgentDescendantGuard({
-      sessions: () => journal.listSessions({ status: ['pending', 'approved', 'revoked'] }),
+      sessions: () => journal.unendedSessions(),
     });
     const agentBackend: AgentBackend = {
       ...backend,

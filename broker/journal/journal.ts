@@ -906,6 +906,15 @@ export class Journal implements BesideWriter {
   }
 
   /**
+   * Every session not ended (pending, approved, revoked), however many: what the sweeper ends when its process is gone
+   * and what the control socket's agent guard walks. listSessions' newest 1,000 would leave an older one out.
+   */
+  unendedSessions(): SessionState[] {
+    this.requireReadable();
+    return this.sessionBook.unendedSessions();
+  }
+
+  /**
    * What sessions.list shows: listSessions' newest sessions, each with how many actions it has (calls) and how many of
    * those are not sent yet (pending). Read from one counter row per session (migration 017), moved in the transaction
    * that writes each action row: the same cost for a session of ten actions as for one of a million, and exact.

@@ -12,6 +12,8 @@ export class SessionBook {
   private readonly byId = new Map<string, SessionState>();
   /** pid and kernel start time → the newest session of that process (as findSessionByProcess always answered). */
   private readonly byProcess = new Map<string, SessionState>();
+  /** The sessions not ended (pending, approved, revoked): what the sweeper and the agent guard go through, all of them. */
+  private readonly unended = new Map<string, SessionState>();
 
   constructor(loaded: Iterable<SessionState>) {
     this.committed(Array.from(loaded, (s) => [s.session_id, s] as const));
@@ -39,10 +41,20 @@ export class SessionBook {
   committed(written: Iterable<readonly [string, SessionState]>): void {
     for (const [id, session] of written) {
       this.byId.set(id, session);
+      if (session.status === 'ended') this.unended.delete(id);
+      else this.unended.set(id, session);
       const key = processKey(session.pid, session.start_time);
       const newest = this.byProcess.get(key);
       if (newest === undefined || newest.first_seq <= session.first_seq) this.byProcess.set(key, session);
     }
+  }
+
+  /**
+   * Every session not ended, however many (in the order each was first written). The newest-first `list` is the
+   * Sessions view's page; a sweep or a guard that read it would never see an older live session behind 1,000 newer ones.
+   */
+  unendedSessions(): SessionState[] {
+    return [...this.unended.values()];
   }
 
   size(): number {
