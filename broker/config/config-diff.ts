@@ -108,9 +108,16 @@ export const exposeEnvCredentialsNote =
   "every {credential:NAME} in this server's env is put in its child's environment, which every process running as " +
   'you can read (/proc/PID/environ), the agent included: those credentials are exposed to it for as long as the child runs';
 
-/** The note of an MCP server's `expose_env_credentials: true`. */
+/** Said beside each `env` variable whose value holds a `{credential:NAME}` (added or re-pointed). */
+export const envCredentialNote =
+  "this credential goes into the child's environment, which every process running as you can read " +
+  '(/proc/PID/environ), the agent included, for as long as the child runs';
+
+/** The note of an MCP server's `expose_env_credentials: true`, and of an env variable that carries a credential. */
 function mcpServerNote(field: string, value: unknown): string | undefined {
-  return field === 'expose_env_credentials' && value === true ? exposeEnvCredentialsNote : undefined;
+  if (field === 'expose_env_credentials' && value === true) return exposeEnvCredentialsNote;
+  if (field.startsWith('env.') && typeof value === 'string' && value.includes('{credential:')) return envCredentialNote;
+  return undefined;
 }
 
 /** The note of an SSH host's `commands[i]` whose pattern has a `*`. */

@@ -912,9 +912,9 @@ const mcpStdioFields = ['command', 'args', 'env', 'cwd', 'expose_env_credentials
  * the broker cannot make a program it only starts non-dumpable (the flag does not survive exec).
  */
 export const envCredentialsExposed =
-  "a {credential:NAME} here is put in the child's environment, which every process running as you can read " +
-  '(/proc/PID/environ), the agent included; run the server as transport streamable_http (the credential then goes ' +
-  'out as a header and stays in the broker), or set expose_env_credentials: true on this server to accept that';
+  "set expose_env_credentials: true on this server to put a {credential:NAME} in its child's environment, which " +
+  'every process running as you can read (/proc/PID/environ), the agent included; or run the server as transport ' +
+  'streamable_http (the credential then stays in the broker and goes out as a header)';
 const credentialsGoInEnv = 'credentials go in env as {credential:NAME}, never here';
 
 /** The program, its arguments, directory and environment of a stdio server. */

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { agentToolNames, isCodedError } from '../contract/index.js';
 import { credentialNamePattern } from '../vault/index.js';
-import { diffConfigs, exposeEnvCredentialsNote } from './config-diff.js';
+import { diffConfigs, envCredentialNote, exposeEnvCredentialsNote } from './config-diff.js';
 import { parseConfig } from './load-config.js';
 import {
   mcpCredentialNamePattern,
@@ -138,7 +138,7 @@ describe('when mcp_servers is loaded', () => {
       'a credential in env without expose_env_credentials',
       stdio(["    env: { T: 'Bearer {credential:abc}', M: plain }"]),
       'mcp_servers[0].env.T',
-      /every process running as you can read \(\/proc\/PID\/environ\).*streamable_http.*expose_env_credentials: true/,
+      /expose_env_credentials: true .*every process running as you can read \(\/proc\/PID\/environ\).*streamable_http/,
     ],
     [
       'expose_env_credentials on streamable_http',
@@ -418,7 +418,7 @@ describe('when mcp_servers change, the change card', () => {
         name: 'files',
         change: 'changed',
         fields: [
-          { field: 'env.A', before: '{credential:x}', after: '{credential:other}' },
+          { field: 'env.A', before: '{credential:x}', after: '{credential:other}', note: envCredentialNote },
           { field: 'tools[1]', before: null, after: '{"match":"w*","lane":"w"}' },
         ],
       },
@@ -442,6 +442,8 @@ describe('when mcp_servers change, the change card', () => {
       after: 'true',
       note: exposeEnvCredentialsNote,
     });
+    expect(fields).toContainEqual({ field: 'env.A', before: null, after: '{credential:x}', note: envCredentialNote });
+    expect(fields.find((f) => f.field === 'env.B')?.note).toBeUndefined();
     expect(exposeEnvCredentialsNote).toMatch(
       /every process running as you can read \(\/proc\/PID\/environ\), the agent/,
     );

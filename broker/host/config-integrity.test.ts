@@ -183,6 +183,30 @@ describe('when postern.yaml is changed outside Postern', () => {
   });
 });
 
+describe('when the accepted copy no longer loads under a rule this version added', () => {
+  it('every route is refused and the card says which field and why, not that the copy is damaged', async () => {
+    await acceptedOnFirstUse();
+    const record = JSON.parse(readFileSync(acceptedFile(), 'utf8')) as Record<string, unknown>;
+    // What an older version accepted: a stdio server's env credential without expose_env_credentials.
+    const older = [
+      'version: 1',
+      'mcp_servers:',
+      '  - name: files',
+      '    transport: stdio',
+      '    command: /usr/bin/node',
+      "    env: { T: '{credential:t}' }",
+      '',
+    ].join('\n');
+    writeFileSync(acceptedFile(), JSON.stringify({ ...record, text: older }));
+    const card = load().pending();
+    expect(card.trust).toBe('untrusted');
+    expect(card.untrusted_reason?.length).toBeLessThanOrEqual(400);
+    expect(card.untrusted_reason).toMatch(
+      /^the accepted copy does not load in this version of Postern \(accept postern\.yaml again once it loads\): mcp_servers\[0\]\.env\.T: set expose_env_credentials: true on this server/,
+    );
+  });
+});
+
 describe('when the accepted copy itself is tampered with', () => {
   it.each<[string, (record: Record<string, unknown>) => Record<string, unknown> | string]>([
     ['its text re-pointed', (r) => ({ ...r, text: String(r['text']).replace('1111', '2222') })],

@@ -530,6 +530,31 @@ describe('when the host closes', () => {
     expect(elapsedMs(closing)).toBeLessThan(operatorHttpLimits.headersTimeoutMs);
   });
 
+  it('does not let a connection on ::1 that trickles a header hold the close beyond its grace period', async (ctx) => {
+    const probe = await tryBind({ port: 0, host: '::1', ipv6Only: true });
+    if (typeof probe === 'string') {
+      ctx.skip('skipped: this machine has no IPv6 loopback (::1)');
+      return;
+    }
+    await closeNet(probe);
+    const host = await startHost();
+    const slow = connect({ host: '::1', port: host.port });
+    await new Promise<void>((resolve) => slow.once('connect', () => resolve()));
+    slow.write(`GET / HTTP/1.1\r\nHost: localhost:${host.port}\r\n`);
+    const trickle = setInterval(() => slow.write('X-a: b\r\n'), 300);
+    const closed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
+    slow.on('error', () => undefined);
+    try {
+      const closing = process.hrtime.bigint();
+      await host.close();
+      await closed;
+      expect(elapsedMs(closing)).toBeLessThan(closeGraceMs + 1_000);
+    } finally {
+      clearInterval(trickle);
+      slow.destroy();
+    }
+  });
+
   it('refuses to start on a port that is taken, with the listen error', async () => {
     const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
     const first = await startOperatorHttpHost({

@@ -182,7 +182,7 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
     close: () => {
       // A stream never ends by itself: end them first, so close does not wait out the grace period.
       for (const stream of streams) stream.end();
-      return Promise.all([closeServer(server), closeNetServer(bound.v6)]).then(() => undefined);
+      return closeListeners(server, bound.v6);
     },
   };
 }
@@ -596,7 +596,8 @@ async function listenOnLoopbacks(server: Server, port: number): Promise<{ port: 
 export const listenHostV6 = '::1';
 
 function holdIpv6Loopback(server: Server, port: number): Promise<NetServer | undefined> {
-  const v6 = createNetServer((socket) => server.emit('connection', socket));
+  // noDelay as the HTTP server's own listener sets it (node:http's default), so both loopbacks answer alike.
+  const v6 = createNetServer({ noDelay: true }, (socket) => server.emit('connection', socket));
   return new Promise((resolve, reject) => {
     v6.once('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRNOTAVAIL' || error.code === 'EAFNOSUPPORT') resolve(undefined);
@@ -606,13 +607,28 @@ function holdIpv6Loopback(server: Server, port: number): Promise<NetServer | und
   });
 }
 
+/**
+ * Stops both listeners; in-flight requests get closeGraceMs, then every connection is ended — those that came in on
+ * ::1 too. They belong to the HTTP server (its checks and timeouts), but its own close stops waiting once its own
+ * listener is closed, and stops the header and request timeouts with it: without one grace over both, a connection
+ * on ::1 trickling a header byte now and then would hold the close (and the daemon's shutdown) for ever.
+ */
+async function closeListeners(server: Server, v6: NetServer | undefined): Promise<void> {
+  const force = setTimeout(() => server.closeAllConnections(), closeGraceMs);
+  try {
+    await Promise.all([closeServer(server), closeNetServer(v6)]);
+  } finally {
+    clearTimeout(force);
+  }
+}
+
 function closeNetServer(server: NetServer | undefined): Promise<void> {
   return new Promise((resolve) => {
     if (server?.listening !== true) {
       resolve();
       return;
     }
-    // Its connections belong to the HTTP server, which closes them; this only stops listening and waits for them.
+    // Its connections belong to the HTTP server, which ends them; this stops listening and waits for them to go.
     server.close(() => resolve());
   });
 }

@@ -80,4 +80,14 @@ describe('IdempotencyBook', () => {
       }),
     );
   });
+
+  it('keeps a row read at open whose fingerprint is not sha256:<hex> as read, neither refusing to open nor freeing the key', () => {
+    const edited = { ...binding('edited', 9_000), fingerprint: 'x' };
+    const book = new IdempotencyBook([edited, binding('plain', 9_000)], () => 0);
+    expect(book.get('docs', 'docs.account', 'edited')).toEqual({ fingerprint: 'x', expires_at_ms: 9_000 });
+    expect(book.get('docs', 'docs.account', 'plain')).toEqual({
+      fingerprint: `sha256:${'a'.repeat(64)}`,
+      expires_at_ms: 9_000,
+    });
+  });
 });

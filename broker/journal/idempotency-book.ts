@@ -23,14 +23,14 @@ const expiryBucketMs = 60 * 60 * 1000;
  *
  * It keeps only what deciding a claim needs (bindIdempotencyKey): per binding, a 16-byte SHA-256 digest of route,
  * scope and key (an agent chooses keys, but a collision of 128 bits of SHA-256 is out of its reach) and one 40-byte
- * string of the expiry and the fingerprint's 32 bytes: ~0.15 KB a binding, where whole rows took ~0.47
+ * string of the expiry and the fingerprint's 32 bytes: ~0.12 KB a binding, where whole rows took ~0.47
  * (docs/benchmarks.md, "The idempotency book"). Memory still grows with keyed requests × retention. Letting expired
  * bindings go costs each O(1) once, spread over the commits: a sweep (at most once a minute, on a commit) visits only
  * the hours of expiry wholly past the margin and the bindings filed under them, never the whole book.
  */
 export class IdempotencyBook {
-  /** Digest of (route, scope, key) → the packed binding (packBinding). */
-  private readonly byKey = new Map<string, string>();
+  /** Digest of (route, scope, key) → the packed binding (packBinding), or as read when it does not pack. */
+  private readonly byKey = new Map<string, string | KeyBinding>();
   /** Hour of expiry → the digests filed under it (a rebound key is filed again; the sweep checks its own expiry). */
   private readonly byExpiryHour = new Map<number, string[]>();
   private nextSweepAtMs: number;
@@ -44,8 +44,8 @@ export class IdempotencyBook {
   }
 
   get(route: string, scope: string, key: string): KeyBinding | undefined {
-    const packed = this.byKey.get(keyDigest(route, scope, key));
-    return packed === undefined ? undefined : unpackBinding(packed);
+    const held = this.byKey.get(keyDigest(route, scope, key));
+    return typeof held === 'string' ? unpackBinding(held) : held;
   }
 
   /** After COMMIT only: the bindings that commit wrote. */
@@ -65,8 +65,9 @@ export class IdempotencyBook {
     for (const [hour, digests] of this.byExpiryHour) {
       if ((hour + 1) * expiryBucketMs > before) continue;
       for (const digest of digests) {
-        const packed = this.byKey.get(digest);
-        if (packed !== undefined && packedExpiry(packed) < before) this.byKey.delete(digest);
+        const held = this.byKey.get(digest);
+        const expiresAtMs = typeof held === 'string' ? packedExpiry(held) : held?.expires_at_ms;
+        if (expiresAtMs !== undefined && expiresAtMs < before) this.byKey.delete(digest);
       }
       this.byExpiryHour.delete(hour);
     }
@@ -99,10 +100,14 @@ function keyDigest(route: string, scope: string, key: string): string {
     .toString('latin1', 0, 16);
 }
 
-/** The expiry (8 bytes, float64) and the fingerprint's 32 bytes, as one flat one-byte string. */
-function packBinding(row: BoundBinding): string {
-  // The event schema admits only sha256:<64 hex> (contract/events.ts); anything else is a bug, never packed lossily.
-  if (!fingerprintPattern.test(row.fingerprint)) throw new Error('an idempotency fingerprint is not sha256:<hex>');
+/**
+ * The expiry (8 bytes, float64) and the fingerprint's 32 bytes, as one flat one-byte string. The journal writes only
+ * sha256:<64 hex> (the event schema's); a row read at open that holds anything else (edited while no broker ran) is
+ * kept as read, never packed lossily nor refused: its key stays bound to what the row says, as any row read at open.
+ */
+function packBinding(row: BoundBinding): string | KeyBinding {
+  if (!fingerprintPattern.test(row.fingerprint))
+    return { fingerprint: row.fingerprint, expires_at_ms: row.expires_at_ms };
   const bytes = Buffer.allocUnsafe(40);
   bytes.writeDoubleLE(row.expires_at_ms, 0);
   bytes.write(row.fingerprint.slice(fingerprintPrefix.length), 8, 'hex');

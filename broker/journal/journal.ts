@@ -1046,18 +1046,31 @@ export class Journal implements BesideWriter {
     return project(this.allSubjectEvents(actionId)).get(actionId);
   }
 
-  /** sealedAction for a commit's cache miss: `unreadable` while some of the action's events cannot be opened now. */
+  /**
+   * sealedAction for a commit's cache miss: `unreadable` while some of the action's events cannot be opened now (an
+   * earlier run's, the vault locked; a run that never had a key). Any other failure — an event row that does not
+   * authenticate (damaged, or inserted by another process: the table refuses only updates and deletes), a run key that
+   * does not open, more events than one fold takes — refuses the unit that asked (IMPOSSIBLE_TRANSITION, a unit's
+   * fault, so the journal goes on): falling back to the row there would let a process that inserts one bad row choose
+   * what the new event folds over.
+   */
   private sealedStateForCommit(actionId: string): ActionState | undefined | 'unreadable' {
     try {
       return project(this.allSubjectEvents(actionId)).get(actionId);
     } catch (error) {
       if (error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE') return 'unreadable';
-      throw error;
+      const why = error instanceof CodedError ? error.code : 'its events do not open';
+      throw new CodedError(
+        'IMPOSSIBLE_TRANSITION',
+        `${actionId}: its recorded events cannot be folded (${why}), so no new event is folded over them`,
+        { cause: error },
+      );
     }
   }
 
   /**
-   * Every event of one action, a page at a time, opened as read (synchronously: no commit runs between pages). An
+   * Every event of one action, a page at a time, opened as read (pages by seq, so a commit between two, on the writer
+   * thread, only adds events after the last one read: each page is still in order). An
    * action has a few dozen; retries, reconciliations and attestations add to that, and a fold of more than
    * `sealedActionEventsMax` is refused rather than hold the loop.
    */

@@ -112,4 +112,53 @@ describe('Journal.sealedAction', () => {
     for (const event of actionPaths.httpNoApproval('act_after_00001')) await journal.append(event);
     expect(journal.getAction('act_after_00001')).toMatchObject({ outcome: 'committed' });
   });
+
+  it("refuses a decision on an action whose earlier run's key does not open, rather than fold over its row", async () => {
+    const t = await openTempJournal();
+    opened.push(t);
+    const id = 'act_damaged_key_1';
+    for (const event of actionPaths.httpNoApproval(id)) await t.journal.append(event);
+    const genuine = t.journal.getAction(id) as ActionState;
+    await t.journal.close();
+    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    opened.push({ ...t, journal, dispose: () => journal.close() });
+
+    // Another process damages the sealed key of the run that wrote the action (a plaintext column) and edits the
+    // action's row to read unknown: a fallback to the row on any failure would let it choose what a decision folds over.
+    const forger = new Database(t.path, { timeout: 5_000 });
+    try {
+      const run = forger.prepare('SELECT max(run) AS run FROM events WHERE action_id = ?').get(id) as { run: number };
+      const key = forger.prepare('SELECT sealed_key FROM audit_runs WHERE run = ?').get(run.run) as {
+        sealed_key: Buffer;
+      };
+      const damaged = Buffer.from(key.sealed_key);
+      damaged[damaged.length - 1] = (damaged[damaged.length - 1] ?? 0) ^ 0xff;
+      forger.prepare('UPDATE audit_runs SET sealed_key = ? WHERE run = ?').run(damaged, run.run);
+      forger
+        .prepare('UPDATE actions SET outcome = ?, state = ? WHERE action_id = ?')
+        .run('unknown', JSON.stringify({ ...genuine, outcome: 'unknown', effect: 'unknown_effect' }), id);
+    } finally {
+      forger.close();
+    }
+    const attest = {
+      kind: 'OPERATOR_ATTESTED' as const,
+      action_id: id,
+      payload: { actor: { kind: 'person' as const, id: 'ann' }, basis: 'the row said unknown' },
+      classification: {
+        ...succeeded,
+        outcome: 'rejected' as const,
+        effect: 'no_effect' as const,
+        code: 'ATTESTED_REJECTED' as const,
+        outcome_basis: 'operator_attested',
+        source: 'operator_attested' as const,
+      },
+    };
+    await expect(journal.append(attest)).rejects.toMatchObject({
+      code: 'IMPOSSIBLE_TRANSITION',
+      message: expect.stringContaining('its recorded events cannot be folded'),
+    });
+    // A unit's fault: the journal goes on.
+    for (const event of actionPaths.httpNoApproval('act_after_00002')) await journal.append(event);
+    expect(journal.getAction('act_after_00002')).toMatchObject({ outcome: 'committed' });
+  });
 });
