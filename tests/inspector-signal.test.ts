@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSyn
 import os from 'node:os';
 import path from 'node:path';
 import { WebSocket } from 'undici';
-import { afterAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inspectorPortParked } from '../broker/core/index.js';
 import { lineWaitMs, posternArgs, posternBin, startDaemon, type RunningDaemon } from './support/postern-process.js';
 
@@ -26,6 +27,23 @@ const freshDir = (): string => path.join(scratch, `data-${(dirs += 1)}`);
 const children: ChildProcess[] = [];
 const daemons: RunningDaemon[] = [];
 const anyPortOnSignal = { NODE_OPTIONS: '--inspect-port=127.0.0.1:0' };
+
+/**
+ * The operator UI's listening sockets: its port on 127.0.0.1, and the same port on ::1 where the machine has an IPv6
+ * loopback (broker/host/http-host.ts holds both, so no other program can answer localhost:PORT). Nothing else listens.
+ */
+let operatorListeners = (port: number): number[] => [port];
+beforeAll(async () => {
+  const probe = createServer();
+  const ipv6 = await new Promise<boolean>((resolve) => {
+    probe.once('error', () => resolve(false));
+    probe.listen({ port: 0, host: '::1', ipv6Only: true }, () => resolve(true));
+  });
+  if (ipv6) {
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    operatorListeners = (port) => [port, port];
+  }
+});
 
 afterAll(async () => {
   for (const daemon of daemons) await daemon.process.stop('SIGKILL');
@@ -55,7 +73,7 @@ describe.runIf(linux)('SIGUSR1 from another process of the same user', () => {
     const daemon = await startDaemon(freshDir(), { env: anyPortOnSignal });
     daemons.push(daemon);
     const pid = daemon.process.child.pid as number;
-    expect(listeningPorts(pid)).toEqual([daemon.port]);
+    expect(listeningPorts(pid)).toEqual(operatorListeners(daemon.port));
 
     process.kill(pid, 'SIGUSR1');
     const outcome = await waitUntil(() => {
@@ -65,7 +83,7 @@ describe.runIf(linux)('SIGUSR1 from another process of the same user', () => {
     }, 'the broker to answer the signal');
     expect(outcome).toBe('refused');
     expect(daemon.process.stderr).toContain('the inspector stays closed (1 refused since start)');
-    expect(listeningPorts(pid)).toEqual([daemon.port]);
+    expect(listeningPorts(pid)).toEqual(operatorListeners(daemon.port));
     // Serving on: the operator API still answers (refusing an unsigned request, as it should).
     expect((await fetch(`${daemon.origin}/api/status`)).status).toBe(401);
     expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
@@ -85,7 +103,8 @@ describe.runIf(linux)('SIGUSR1 from another process of the same user', () => {
     expect(parked.signalsSent).toBeGreaterThan(5);
     expect(parked.stderr).not.toMatch(/Debugger listening/);
     expect(parked.stderr).not.toMatch(/DEBUGGER_OPEN/);
-    expect(parked.listening).toEqual([parked.uiPort]);
+    expect(parked.uiPort).toBeDefined();
+    expect(parked.listening).toEqual(operatorListeners(parked.uiPort ?? 0));
     // The signals before Postern's listener failed to open anything reachable; those after it were refused and told
     // once the broker was ready (the start's count included).
     expect(parked.stderr).toMatch(/warning: refused SIGUSR1 .*\((\d+) refused since start\)/);
