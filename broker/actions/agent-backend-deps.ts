@@ -33,8 +33,6 @@ export interface AgentBackendDeps {
   readonly sweepMs?: number;
   /** This boot's id (Linux /proc/sys/kernel/random/boot_id); tests pass one. */
   readonly bootId?: string;
-  /** Sessions waiting for a person's approval at once; a new process beyond it is refused. Default pendingSessionsMax. */
-  readonly pendingSessionsMax?: number;
   /** Open (undispatched, unclosed) actions per session; default openActionsPerSessionMax. */
   readonly openActionsPerSessionMax?: number;
   /** Running actions (open or dispatched, until their executor returns) per session; default runningActionsPerSessionMax. */

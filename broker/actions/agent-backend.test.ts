@@ -49,7 +49,6 @@ async function open(
     vault?: (real: CredentialVault) => CredentialVault;
     openActionsMax?: number;
     runningActionsMax?: number;
-    pendingSessionsMax?: number;
   } = {},
 ): Promise<void> {
   f = await openQueueFixture(agentsYaml === undefined ? {} : { agentsYaml });
@@ -60,7 +59,6 @@ async function open(
     processAlive: (pid) => alive.has(pid),
     ...(over.openActionsMax === undefined ? {} : { openActionsPerSessionMax: over.openActionsMax }),
     ...(over.runningActionsMax === undefined ? {} : { runningActionsPerSessionMax: over.runningActionsMax }),
-    ...(over.pendingSessionsMax === undefined ? {} : { pendingSessionsMax: over.pendingSessionsMax }),
   });
 }
 
@@ -144,36 +142,6 @@ async function putWaitingOutBackoff(
   await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
   return { id, call };
 }
-
-describe('when more agent processes wait for a person than pendingSessionsMax', () => {
-  it('refuses a new one RATE_LIMITED with nothing recorded, until the person approves or revokes one; a known process still reconnects', async () => {
-    await open(undefined, { pendingSessionsMax: 2 });
-    for (const pid of [811, 812, 813]) alive.add(pid);
-    const first = await backend.openSession(peer(811), { name: 'a' });
-    await backend.openSession(peer(812), { name: 'b' });
-    await expect(backend.openSession(peer(813), { name: 'c' })).rejects.toMatchObject({
-      code: 'RATE_LIMITED',
-      message: expect.stringContaining('2 agent sessions already wait for a person'),
-    });
-    expect(f.h.temp.journal.getSession(sessionIdFor('boot-test', peer(813)))).toBeUndefined();
-    // The processes already shown to the person are not refused.
-    expect((await backend.openSession(peer(811), { name: 'a' })).session_id).toBe(first.session_id);
-    await f.queue.approveSession(first.session_id, person);
-    const third = await backend.openSession(peer(813), { name: 'c' });
-    expect(f.h.temp.journal.getSession(third.session_id)).toMatchObject({ status: 'pending', pid: 813 });
-  });
-
-  it('never limits sessions approved by policy (agents.session_approval: observe)', async () => {
-    await open('  session_approval: observe', { pendingSessionsMax: 1 });
-    for (const pid of [821, 822, 823]) alive.add(pid);
-    for (const pid of [821, 822, 823])
-      expect(
-        f.h.temp.journal.getSession((await backend.openSession(peer(pid), { name: 'o' })).session_id),
-      ).toMatchObject({
-        status: 'approved',
-      });
-  });
-});
 
 describe('when an agent process connects', () => {
   beforeEach(async () => {

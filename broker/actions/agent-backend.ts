@@ -46,12 +46,7 @@ import { closedForCancel } from './closed-action.js';
 import { credentialRequestCall } from './credential-request-call.js';
 import { actionAnswer, closedSessionRefusal, passesOnceUnlocked, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
-import {
-  OpenActions,
-  openActionsPerSessionMax,
-  pendingSessionsMax,
-  runningActionsPerSessionMax,
-} from './open-actions.js';
+import { OpenActions, openActionsPerSessionMax, runningActionsPerSessionMax } from './open-actions.js';
 import { resultNotReady, stateClassification, stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
 import { agentParse, issueField, issueMessage } from './http-action-request.js';
 import {
@@ -286,7 +281,6 @@ async function openSession(
   // Hashed before the session is recorded, so an allowlisted process never shows a pending card meanwhile.
   const allowed = deps.config.agents.session_approval === 'observe' ? undefined : await deps.allowlist?.identify(peer);
   const approver = sessionApprover(deps, allowed?.entry);
-  if (approver === undefined) refuseBeyondPendingCap(deps);
   // An entry matched but the process was started with an injection variable or is traced: the card says why.
   const withheld = allowed?.withheld === undefined ? {} : { allowlist_withheld: allowed.withheld };
   const startedEvent: NewEvent = {
@@ -322,20 +316,6 @@ async function openSession(
   deps.queue.sessionConnected(sessionId);
   deps.logger?.info({ session_id: sessionId, pid: peer.pid }, 'agent session opened');
   return { session_id: sessionId };
-}
-
-/** A new session that would wait for a person, when pendingSessionsMax already do: RATE_LIMITED, nothing recorded. */
-function refuseBeyondPendingCap(deps: AgentBackendDeps): void {
-  const cap = deps.pendingSessionsMax ?? pendingSessionsMax;
-  let pending = 0;
-  for (const s of deps.journal.unendedSessions()) if (s.status === 'pending') pending += 1;
-  if (pending < cap) return;
-  deps.logger?.warn({ pending }, 'a new agent session was refused: too many wait for a person');
-  throw new CodedError(
-    'RATE_LIMITED',
-    `${pending} agent sessions already wait for a person to approve them (at most ${cap}): this process gets no session ` +
-      'card until some are approved or revoked (postern sessions; approvals list) or their processes exit',
-  );
 }
 
 /** Who approves a new session at once: observe-mode policy, or the unscoped process allowlist entry it matched. */

@@ -7,14 +7,6 @@
 export const openActionsPerSessionMax = 256;
 
 /**
- * Session cards waiting for a person at once (agents.session_approval: required). Each new agent process makes one; an
- * agent that starts processes by the thousand would otherwise bury the person's real cards under its own (and hold a
- * session each in memory). Beyond it a new process is refused RATE_LIMITED until the person approves or revokes some,
- * or their processes exit (the sweeper ends those).
- */
-export const pendingSessionsMax = 64;
-
-/**
  * How many actions of one session may run at once, dispatched or not: every executor from its call's start until it
  * returns, which for a dispatched action is once its outcome is recorded (the route's timeout bounds that). A
  * dispatched action is no longer open, and a caller whose wait ended no longer holds an in-flight slot, so without
