@@ -16,9 +16,6 @@ import { ApprovalMode, InjectionKind } from './route-modes.js';
  */
 
 /** Mirrors broker/ports' credentialKinds (the contract imports nothing of ours; a test keeps them equal). */
-/** A card's untrusted_reason, at most (the host cuts what it builds to fit). */
-export const untrustedReasonCharsMax = 400;
-
 export const operatorCredentialKinds = [
   'bearer',
   'header',
@@ -208,7 +205,7 @@ export const configTrustSchema = z.enum(['first_use', 'unverified', 'verified', 
 export const configPendingSchema = z.object({
   trust: configTrustSchema,
   /** Why the configuration is untrusted, when it is. */
-  untrusted_reason: z.string().max(untrustedReasonCharsMax).nullable(),
+  untrusted_reason: z.string().max(400).nullable(),
   /** The last acceptance: when, by whom, how (`first_use`, `accepted` on a card, `edited` through config.edit). */
   accepted: z
     .object({

@@ -184,10 +184,10 @@ describe('when postern.yaml is changed outside Postern', () => {
 });
 
 describe('when the accepted copy no longer loads under a rule this version added', () => {
-  it('every route is refused and the card says which field and why, not that the copy is damaged', async () => {
+  it('the start names the field to fix; fixed, every route is refused until a person accepts the file again', async () => {
     await acceptedOnFirstUse();
     const record = JSON.parse(readFileSync(acceptedFile(), 'utf8')) as Record<string, unknown>;
-    // What an older version accepted: a stdio server's env credential without expose_env_credentials.
+    // What an older version accepted, still the file: a stdio server's env credential without expose_env_credentials.
     const older = [
       'version: 1',
       'mcp_servers:',
@@ -198,12 +198,22 @@ describe('when the accepted copy no longer loads under a rule this version added
       '',
     ].join('\n');
     writeFileSync(acceptedFile(), JSON.stringify({ ...record, text: older }));
+    writeFileSync(configFile(), older);
+    // The start names the field and the fix.
+    expect(() => load()).toThrow(
+      expect.objectContaining({
+        code: 'CONFIG_INVALID',
+        field: 'mcp_servers[0].env.T',
+        message: expect.stringContaining('set expose_env_credentials: true on this server'),
+      }),
+    );
+    // Fixed, the file loads; the old copy does not, so every route is refused until a person accepts the file again.
+    writeFileSync(configFile(), `${older}    expose_env_credentials: true\n`);
     const card = load().pending();
     expect(card.trust).toBe('untrusted');
-    expect(card.untrusted_reason?.length).toBeLessThanOrEqual(400);
-    expect(card.untrusted_reason).toMatch(
-      /^the accepted copy does not load in this version of Postern \(accept postern\.yaml again once it loads\): mcp_servers\[0\]\.env\.T: set expose_env_credentials: true on this server/,
-    );
+    // Neutral: the copy's seal is not checked when it does not parse, so its text is not quoted as a reason.
+    expect(card.untrusted_reason).toBe('the accepted copy does not load as a configuration');
+    expect(card.change?.mcp_servers).toEqual([expect.objectContaining({ name: 'files', change: 'added' })]);
   });
 });
 

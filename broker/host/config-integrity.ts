@@ -11,7 +11,7 @@ import {
 } from '../contract/config-constants.js';
 import type { EventPayload } from '../contract/events.js';
 import { actorLabel } from '../contract/operator-actor.js';
-import { untrustedReasonCharsMax, type ConfigPending } from '../contract/operator-vault-api.js';
+import type { ConfigPending } from '../contract/operator-vault-api.js';
 import {
   configBytesMax,
   configFileName,
@@ -191,9 +191,8 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     // The empty configuration accepted while there is still no file (sealed when the vault was created with none) is
     // "no file", as a missing file is on its own.
     const noFileYet = stored.kind === 'record' && stored.record.text === '' && start.text === undefined;
-    const loaded =
+    const parsed =
       stored.kind !== 'record' ? undefined : noFileYet ? fileConfig : parseAccepted(stored.record.text, start.file);
-    const parsed = loaded === undefined || 'problem' in loaded ? undefined : loaded;
     if (stored.kind === 'record' && parsed !== undefined) {
       trust = 'unverified';
       inForce = parsed;
@@ -205,12 +204,9 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       };
     } else {
       trust = 'untrusted';
-      untrustedReason =
-        stored.kind === 'bad'
-          ? stored.reason
-          : loaded !== undefined && 'problem' in loaded
-            ? newerRuleReason(loaded.problem)
-            : 'the accepted copy does not load as a configuration';
+      // Neutral on purpose: a copy that does not parse (a rule added since it was accepted, or a forged one: its seal is
+      // not checked) says nothing more here; the card shows postern.yaml's own problem, naming the field.
+      untrustedReason = stored.kind === 'bad' ? stored.reason : 'the accepted copy does not load as a configuration';
       inForce = emptyConfig(start.file);
       inForceText = '';
       latest = { text: '', config: inForce, meta: null };
@@ -682,25 +678,13 @@ function readAcceptedRecord(file: string): StoredRecord {
 }
 
 /** The accepted text as a configuration ('' is "no file"); undefined when it does not load. */
-/** Why an accepted copy that does not load is refused, within the card's 400 characters. */
-function newerRuleReason(problem: string): string {
-  const head = 'the accepted copy does not load in this version of Postern (accept postern.yaml again once it loads): ';
-  const room = untrustedReasonCharsMax - head.length;
-  return `${head}${problem.length <= room ? problem : `${problem.slice(0, room - 1)}…`}`;
-}
-
-/**
- * The accepted copy, or why it does not load: a rule this version added (a stdio server's env credential needs
- * expose_env_credentials) refuses a copy an older version accepted, which is not damage and is said as such.
- */
-function parseAccepted(text: string, file: string): PosternConfig | { problem: string } {
+function parseAccepted(text: string, file: string): PosternConfig | undefined {
   if (text === '') return emptyConfig(file);
   try {
     return parseConfig(text, file);
   } catch (error) {
-    if (!isCodedError(error)) throw error;
-    // CONFIG_INVALID's message names the field already.
-    return { problem: error.message };
+    if (isCodedError(error)) return undefined;
+    throw error;
   }
 }
 

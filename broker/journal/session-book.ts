@@ -41,7 +41,8 @@ export class SessionBook {
   committed(written: Iterable<readonly [string, SessionState]>): void {
     for (const [id, session] of written) {
       this.byId.set(id, session);
-      if (session.status === 'ended') this.unended.delete(id);
+      // A revoked session that then ends keeps status revoked (project-session): ended_at_ms says it ended.
+      if (session.status === 'ended' || session.ended_at_ms !== null) this.unended.delete(id);
       else this.unended.set(id, session);
       const key = processKey(session.pid, session.start_time);
       const newest = this.byProcess.get(key);

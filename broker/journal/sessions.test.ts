@@ -47,6 +47,37 @@ describe('agent sessions in the journal', () => {
     });
     // A revoked session stays revoked in status; its end is still recorded.
     expect(ended.session).toMatchObject({ status: 'revoked', end_reason: 'process_exited' });
+    // Ended all the same: the sweeper and the agent guard no longer go through it.
+    expect(t.journal.unendedSessions().map((x) => x.session_id)).not.toContain('ses_alpha_1');
+  });
+
+  it('unendedSessions holds every session not ended, pending, approved or revoked, and none once it ends', async () => {
+    const t = await temp();
+    for (const [i, id] of ['ses_unended_1', 'ses_unended_2', 'ses_unended_3'].entries())
+      await t.journal.appendSession(sessionStartedEvent(id, 7000 + i));
+    await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_unended_2', payload: { actor: person } });
+    await t.journal.appendSession({
+      kind: 'SESSION_REVOKED',
+      action_id: 'ses_unended_3',
+      payload: { actor: person, reason: 'x' },
+    });
+    const ids = () => t.journal.unendedSessions().map((x) => [x.session_id, x.status]);
+    expect(ids()).toEqual([
+      ['ses_unended_1', 'pending'],
+      ['ses_unended_2', 'approved'],
+      ['ses_unended_3', 'revoked'],
+    ]);
+    await t.journal.appendSession({
+      kind: 'SESSION_ENDED',
+      action_id: 'ses_unended_1',
+      payload: { reason: 'process_exited' },
+    });
+    await t.journal.appendSession({
+      kind: 'SESSION_ENDED',
+      action_id: 'ses_unended_3',
+      payload: { reason: 'process_exited' },
+    });
+    expect(ids()).toEqual([['ses_unended_2', 'approved']]);
   });
 
   it('lists the newest sessions, oldest first, and filters by status before the limit (older ended ones never crowd out open ones)', async () => {
