@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ActionState } from '../contract/index.js';
+import type { ActionState, NewEvent } from '../contract/index.js';
 import { actionPathNames, actionPaths, succeeded } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
@@ -67,98 +67,93 @@ describe('Journal.sealedAction', () => {
   });
 
   it("refuses a person's attestation of a settled action whose row another process edited to read unknown: a commit folds its sealed events on a cache miss, never the row", async () => {
-    const t = await openTempJournal();
-    opened.push(t);
-    const id = 'act_settled_00001';
-    for (const event of actionPaths.httpNoApproval(id)) await t.journal.append(event);
-    const genuine = t.journal.getAction(id) as ActionState;
+    const { journal, genuine, forger } = await settledThenReopened('act_settled_00001');
     expect(genuine).toMatchObject({ outcome: 'committed', recorded: true });
-    await t.journal.close();
-    // Reopened: nothing of the action is in memory (settled, so no lane holds it either).
-    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
-    opened.push({ ...t, journal, dispose: () => journal.close() });
-
-    const forger = new Database(t.path, { timeout: 5_000 });
     try {
-      const forged = { ...genuine, outcome: 'unknown', effect: 'unknown_effect', code: 'REMOTE_OUTCOME_UNKNOWN' };
-      forger
-        .prepare('UPDATE actions SET outcome = ?, state = ? WHERE action_id = ?')
-        .run('unknown', JSON.stringify(forged), id);
+      readUnknown(forger, genuine);
     } finally {
       forger.close();
     }
-    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown' });
-
-    const attest = {
-      kind: 'OPERATOR_ATTESTED' as const,
-      action_id: id,
-      payload: { actor: { kind: 'person' as const, id: 'ann' }, basis: 'the row said unknown' },
-      classification: {
-        ...succeeded,
-        outcome: 'rejected' as const,
-        effect: 'no_effect' as const,
-        code: 'ATTESTED_REJECTED' as const,
-        outcome_basis: 'operator_attested',
-        source: 'operator_attested' as const,
-      },
-    };
+    expect(journal.getAction(genuine.action_id)).toMatchObject({ outcome: 'unknown' });
     // Folded over the row it would settle a committed action rejected; over its sealed events it is refused.
-    await expect(journal.append(attest)).rejects.toMatchObject({
+    await expect(journal.append(attestRejected(genuine.action_id))).rejects.toMatchObject({
       code: 'IMPOSSIBLE_TRANSITION',
       message: expect.stringContaining('OPERATOR_ATTESTED'),
     });
-    expect(journal.sealedAction(id)).toEqual(genuine);
-    // Only that unit was refused: the journal goes on.
-    for (const event of actionPaths.httpNoApproval('act_after_00001')) await journal.append(event);
-    expect(journal.getAction('act_after_00001')).toMatchObject({ outcome: 'committed' });
+    expect(journal.sealedAction(genuine.action_id)).toEqual(genuine);
+    await expectJournalGoesOn(journal, 'act_after_00001');
   });
 
   it("refuses a decision on an action whose earlier run's key does not open, rather than fold over its row", async () => {
-    const t = await openTempJournal();
-    opened.push(t);
-    const id = 'act_damaged_key_1';
-    for (const event of actionPaths.httpNoApproval(id)) await t.journal.append(event);
-    const genuine = t.journal.getAction(id) as ActionState;
-    await t.journal.close();
-    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
-    opened.push({ ...t, journal, dispose: () => journal.close() });
-
+    const { journal, genuine, forger } = await settledThenReopened('act_damaged_key_1');
     // Another process damages the sealed key of the run that wrote the action (a plaintext column) and edits the
     // action's row to read unknown: a fallback to the row on any failure would let it choose what a decision folds over.
-    const forger = new Database(t.path, { timeout: 5_000 });
     try {
-      const run = forger.prepare('SELECT max(run) AS run FROM events WHERE action_id = ?').get(id) as { run: number };
+      const run = forger.prepare('SELECT max(run) AS run FROM events WHERE action_id = ?').get(genuine.action_id) as {
+        run: number;
+      };
       const key = forger.prepare('SELECT sealed_key FROM audit_runs WHERE run = ?').get(run.run) as {
         sealed_key: Buffer;
       };
       const damaged = Buffer.from(key.sealed_key);
       damaged[damaged.length - 1] = (damaged[damaged.length - 1] ?? 0) ^ 0xff;
       forger.prepare('UPDATE audit_runs SET sealed_key = ? WHERE run = ?').run(damaged, run.run);
-      forger
-        .prepare('UPDATE actions SET outcome = ?, state = ? WHERE action_id = ?')
-        .run('unknown', JSON.stringify({ ...genuine, outcome: 'unknown', effect: 'unknown_effect' }), id);
+      readUnknown(forger, genuine);
     } finally {
       forger.close();
     }
-    const attest = {
-      kind: 'OPERATOR_ATTESTED' as const,
-      action_id: id,
-      payload: { actor: { kind: 'person' as const, id: 'ann' }, basis: 'the row said unknown' },
-      classification: {
-        ...succeeded,
-        outcome: 'rejected' as const,
-        effect: 'no_effect' as const,
-        code: 'ATTESTED_REJECTED' as const,
-        outcome_basis: 'operator_attested',
-        source: 'operator_attested' as const,
-      },
-    };
-    await expect(journal.append(attest)).rejects.toMatchObject({
+    await expect(journal.append(attestRejected(genuine.action_id))).rejects.toMatchObject({
       code: 'IMPOSSIBLE_TRANSITION',
       message: expect.stringContaining('its recorded events cannot be folded'),
     });
-    // A unit's fault: the journal goes on.
-    for (const event of actionPaths.httpNoApproval('act_after_00002')) await journal.append(event);
-    expect(journal.getAction('act_after_00002')).toMatchObject({ outcome: 'committed' });
+    await expectJournalGoesOn(journal, 'act_after_00002');
   });
 });
+
+/**
+ * A committed action written by one run, the journal reopened (nothing of the action in memory: settled, so no lane
+ * holds it either), and a second connection to the file, as another process of the user has.
+ */
+async function settledThenReopened(
+  id: string,
+): Promise<{ journal: Journal; genuine: ActionState; forger: Database.Database }> {
+  const t = await openTempJournal();
+  opened.push(t);
+  for (const event of actionPaths.httpNoApproval(id)) await t.journal.append(event);
+  const genuine = t.journal.getAction(id) as ActionState;
+  await t.journal.close();
+  const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+  opened.push({ ...t, journal, dispose: () => journal.close() });
+  return { journal, genuine, forger: new Database(t.path, { timeout: 5_000 }) };
+}
+
+/** The action's plaintext row rewritten to read unknown. */
+function readUnknown(forger: Database.Database, genuine: ActionState): void {
+  const forged = { ...genuine, outcome: 'unknown', effect: 'unknown_effect', code: 'REMOTE_OUTCOME_UNKNOWN' };
+  forger
+    .prepare('UPDATE actions SET outcome = ?, state = ? WHERE action_id = ?')
+    .run('unknown', JSON.stringify(forged), genuine.action_id);
+}
+
+/** A person's attestation that the action was rejected, as `postern actions attest` appends it. */
+function attestRejected(id: string): NewEvent {
+  return {
+    kind: 'OPERATOR_ATTESTED',
+    action_id: id,
+    payload: { actor: { kind: 'person', id: 'ann' }, basis: 'the row said unknown' },
+    classification: {
+      ...succeeded,
+      outcome: 'rejected',
+      effect: 'no_effect',
+      code: 'ATTESTED_REJECTED',
+      outcome_basis: 'operator_attested',
+      source: 'operator_attested',
+    },
+  };
+}
+
+/** Only the refused unit was refused: the journal takes the next action. */
+async function expectJournalGoesOn(journal: Journal, id: string): Promise<void> {
+  for (const event of actionPaths.httpNoApproval(id)) await journal.append(event);
+  expect(journal.getAction(id)).toMatchObject({ outcome: 'committed' });
+}
