@@ -13,9 +13,16 @@ import type { ResultStore } from './result-store.js';
  * wraps better-sqlite3's own Statement methods on this thread (the writer thread's connection is not seen by it).
  */
 
-/** What planning reads, by the statement's SQL: an action's state and timeline, a result's two unique keys. */
+/**
+ * What planning reads, by the statement's SQL: an action's sealed events (what a commit folds over when no cache holds
+ * the action; a brand-new action's are none) or, while those cannot be opened, its state row; its timeline; a result's
+ * two unique keys.
+ */
+const actionEventsRead = 'SELECT * FROM events WHERE action_id = ? AND seq > ?';
+const actionRowRead = 'SELECT state FROM actions WHERE action_id = ?';
 const planningReads = [
-  'SELECT state FROM actions WHERE action_id = ?',
+  actionEventsRead,
+  actionRowRead,
   'SELECT decided_by, decided_at_ms',
   'SELECT 1 FROM results WHERE action_id = ? AND attempt = ?',
   'SELECT 1 FROM results WHERE result_id = ?',
@@ -34,7 +41,7 @@ function probe(): { readonly reads: Read[]; readonly begins: () => number; failO
   const scratch = new Database(':memory:');
   const statement = Object.getPrototypeOf(scratch.prepare('SELECT 1')) as Database.Statement;
   scratch.close();
-  const { get, run } = statement;
+  const { get, all, run } = statement;
   let begins = 0;
   const probed = { reads: [] as Read[], begins: () => begins, failOn: undefined as string | undefined };
   spies.push(
@@ -43,6 +50,12 @@ function probe(): { readonly reads: Read[]; readonly begins: () => number; failO
       if (sql !== undefined)
         probed.reads.push({ sql, db: this.database, inTransaction: this.database.inTransaction, begins });
       return get.apply(this, params) as unknown;
+    }),
+    vi.spyOn(statement, 'all').mockImplementation(function (this: Database.Statement, ...params: unknown[]) {
+      const sql = planningReads.find((read) => this.source.trim().startsWith(read));
+      if (sql !== undefined)
+        probed.reads.push({ sql, db: this.database, inTransaction: this.database.inTransaction, begins });
+      return all.apply(this, params) as unknown[];
     }),
     vi.spyOn(statement, 'run').mockImplementation(function (this: Database.Statement, ...params: unknown[]) {
       if (this.source === 'BEGIN') begins += 1;
@@ -83,8 +96,9 @@ describe('when the loop plans a batch for the writer thread', () => {
     await Promise.all(appends);
     const reads = probed.reads.filter((read) => read.db.name === temp.path);
     const kinds = new Set(reads.map((read) => read.sql));
-    // Each kind of planning read ran, each result's keys once (the new actions' states at least once).
-    for (const sql of planningReads) expect(kinds.has(sql), sql).toBe(true);
+    // Each kind of planning read ran, each result's keys once (the new actions' events at least once); every action
+    // here is this run's, so no state row is read.
+    for (const sql of planningReads) expect(kinds.has(sql), sql).toBe(sql !== actionRowRead);
     expect(reads.filter((read) => read.sql.includes('FROM results'))).toHaveLength(2 * ids.length);
     expect(reads.every((read) => read.inTransaction)).toBe(true);
     expect(probed.begins()).toBe(1);
@@ -93,7 +107,7 @@ describe('when the loop plans a batch for the writer thread', () => {
     expect(temp.journal.stats().state).toBe('open');
   });
 
-  it('a plan that throws (a stored state its schema refuses) leaves no transaction open: the failed journal is still read', async () => {
+  it('a plan that throws (a stored state its schema refuses, read while the vault is locked) leaves no transaction open: the failed journal is still read', async () => {
     const first = await threadJournal();
     const path = actionPaths.httpNoApproval('act_plan_corrupt');
     for (const event of path) await first.temp.journal.append(event);
@@ -101,6 +115,8 @@ describe('when the loop plans a batch for the writer thread', () => {
     const edit = new Database(first.temp.path);
     edit.prepare("UPDATE actions SET state = '{}' WHERE action_id = ?").run('act_plan_corrupt');
     edit.close();
+    // Locked: the earlier run's events do not open, so the plan folds over the stored state (the row), which throws.
+    first.temp.vault.lock();
     const journal = await Journal.open({
       path: first.temp.path,
       clock: first.temp.clock,
@@ -113,7 +129,7 @@ describe('when the loop plans a batch for the writer thread', () => {
       const later = journal.append(path.at(-1)!);
       await expect(later).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
       expect(journal.stats().state).toBe('failed');
-      const planned = probed.reads.find((read) => read.sql === planningReads[0]);
+      const planned = probed.reads.find((read) => read.sql === actionRowRead);
       expect(planned?.inTransaction).toBe(true);
       // Ended by planInSnapshot's finally (and by fail()'s ROLLBACK, were it still open).
       expect(planned?.db.inTransaction).toBe(false);
