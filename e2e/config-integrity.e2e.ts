@@ -70,7 +70,7 @@ async function shoot(page: Page, name: string): Promise<void> {
 
 describe('a change of postern.yaml made outside Postern, by clicks', () => {
   it('shows the pending change with its diff, keeps the accepted route, and Accept records it for the next start', async () => {
-    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    daemon = await startDaemon(dataDir, { person: { passphraseFile } });
     expect(await op(dataDir, 'config.pending', {})).toMatchObject({
       trust: 'verified',
       change: null,
@@ -80,7 +80,7 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
 
     // As an agent would: re-point the route and drop its approval, add an SSH host, then wait for a restart.
     writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(19, 'none', sshHostYaml));
-    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    daemon = await startDaemon(dataDir, { person: { passphraseFile } });
     const { page, problems } = await openOperatorPage(browser, daemon.operatorUrl);
     await page.getByRole('tab', { name: /^Routes/ }).click();
 
@@ -115,7 +115,7 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
     expect(pending).toMatchObject({
       change: null,
       restart_needed: false,
-      accepted: { how: 'accepted', by: expect.stringContaining('(web, operator session)') },
+      accepted: { how: 'accepted', by: expect.stringContaining('(web, passphrase in the page)') },
     });
     expect((await op(dataDir, 'config.show', {})).routes).toEqual([
       expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' }),
@@ -130,7 +130,7 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
     await page.context().close();
     await daemon.process.stop('SIGTERM');
 
-    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    daemon = await startDaemon(dataDir, { person: { passphraseFile } });
     expect((await op(dataDir, 'config.show', {})).routes).toEqual([
       expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' }),
     ]);
@@ -140,7 +140,7 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
     await daemon?.process.stop('SIGTERM');
     // As an agent would: delete the accepted copy. The directory has run before, so nothing is trusted as found.
     rmSync(path.join(dataDir, acceptedConfigDirName, acceptedConfigFileName));
-    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    daemon = await startDaemon(dataDir, { person: { passphraseFile } });
     expect(await op(dataDir, 'config.pending', {})).toMatchObject({ trust: 'untrusted', accept_applies: 'now' });
     const { page, problems } = await openOperatorPage(browser, daemon.operatorUrl);
 

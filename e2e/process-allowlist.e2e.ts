@@ -165,7 +165,7 @@ async function writeConfig(base: string): Promise<void> {
   writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
   await acceptConfigAsPerson(dataDir, passphraseFile);
   // Unlocked at start: with a locked vault the allowlist is sealed and adds are refused VAULT_LOCKED.
-  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  daemon = await startDaemon(dataDir, { person: { passphraseFile } });
 }
 
 beforeAll(async () => {

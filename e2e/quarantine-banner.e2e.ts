@@ -32,7 +32,7 @@ afterAll(() => tearDownSpec(daemon, browser, scratch));
 
 describe('a forged integrity anchor, by clicks', () => {
   it('shows ANCHOR_FORGED on the quarantine banner, and Re-adopt by the signed-in person clears it', async () => {
-    daemon = await startDaemon(dataDir, { env });
+    daemon = await startDaemon(dataDir, { env, person: { passphraseFile } });
     // A session is an event: the checkpoint at stop then has a head to anchor.
     const agent = await DrillAgent.start(dataDir, 'anchor-e2e');
     await agent.stop();
@@ -41,7 +41,7 @@ describe('a forged integrity anchor, by clicks', () => {
     const anchor = JSON.parse(readFileSync(file, 'utf8')) as { counter: number };
     writeFileSync(file, JSON.stringify({ ...anchor, counter: anchor.counter + 5 }));
 
-    daemon = await startDaemon(dataDir, { env });
+    daemon = await startDaemon(dataDir, { env, person: { passphraseFile } });
     expect(await op(dataDir, 'integrity.anchor', {})).toMatchObject({ state: 'quarantined', code: 'ANCHOR_FORGED' });
     const { page, problems } = await openOperatorPage(browser, daemon.operatorUrl);
     const banner = page.getByTestId('quarantine-banner');

@@ -38,10 +38,7 @@ beforeAll(async () => {
   writeFileSync(path.join(dataDir, 'postern.yaml'), 'version: 1\nroutes: []\nssh_hosts: []\n');
   // The file present when the person creates the vault is trusted on first use, so edits apply at once.
   await createVaultAsPerson(dataDir, passphrase);
-  [browser, daemon] = await Promise.all([
-    launchChromium(),
-    startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } }),
-  ]);
+  [browser, daemon] = await Promise.all([launchChromium(), startDaemon(dataDir, { person: { passphraseFile } })]);
   // The key as a person adds it: from stdin, bound to another host only, so the form must say the new entry could not use it.
   const { privateKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,

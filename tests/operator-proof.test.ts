@@ -399,7 +399,7 @@ describe('when the daemon was started with a passphrase file (headless, no opt-o
     return JSON.parse(run.output.split('\n')[0] ?? '') as Reply<unknown>;
   };
 
-  it('refuses the passphrase read from that file as proof (OPERATOR_PROOF_REQUIRED): the card stays pending, no APPROVED, nothing sent; an unlock over the socket does not change it; the operator UI decides', async () => {
+  it('refuses the passphrase read from that file as proof (OPERATOR_PROOF_REQUIRED): the card stays pending, no APPROVED, nothing sent; an unlock over the socket does not change it, nor does the operator UI decide', async () => {
     if (rig === undefined) throw new Error('the rig did not start');
     const card = await pendingCard(rig, 'from-file');
     const reply = await presentFromFile(rig, card.ticket, 'from-file-attack');
@@ -424,18 +424,26 @@ describe('when the daemon was started with a passphrase file (headless, no opt-o
     expect(await pending()).toBe('pending');
     expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
 
-    // What the refusal points to: the operator UI the daemon printed decides, recorded as the web session.
-    const value = { session: await signInAsProgram(rig.daemon) };
-    const approved = await fetch(`${rig.daemon.origin}/api/approvals.approve`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${value.session}` },
-      body: JSON.stringify({ ticket: card.ticket }),
-    });
-    expect(approved.status, await approved.clone().text()).toBe(200);
-    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([
-      `by person:${os.userInfo().username} (web, operator session)`,
-    ]);
-    expect(await rig.log.waitForArrivals(1)).toEqual(['from-file']);
+    // Nor does the operator UI: its sign-in code was printed by a daemon anyone could have started, and the passphrase
+    // that would prove the tab is in a file every process of the user reads.
+    const session = await signInAsProgram(rig.daemon);
+    const viaWeb = async (pathname: string, body: unknown): Promise<unknown> => {
+      const answer = await fetch(`${rig?.daemon.origin ?? ''}${pathname}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${session}` },
+        body: JSON.stringify(body),
+      });
+      return answer.json();
+    };
+    const fromFileRefusal = {
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED', proof_refusal: 'passphrase_from_file' },
+    };
+    expect(await viaWeb('/auth/prove', { passphrase })).toMatchObject(fromFileRefusal);
+    expect(await viaWeb('/api/approvals.approve', { ticket: card.ticket })).toMatchObject(fromFileRefusal);
+    expect(await pending()).toBe('pending');
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+    expect(rig.log.markers()).not.toContain('from-file');
   }, 90_000);
   it('the CLI on a terminal does not ask the person for a passphrase it would refuse: it prints the refusal and fails (approve, vault lock)', async () => {
     if (rig === undefined) throw new Error('the rig did not start');
@@ -572,8 +580,8 @@ describe("when a same-user process rewrites the vault's key row with a passphras
 describe("when the operator opens the printed link and a same-user process reads it from the browser's command line", () => {
   let rig: Rig | undefined;
   beforeAll(async () => {
-    // A passphrase file: the web UI is the only way this daemon takes a person's decision.
-    rig = await openRig('argv-link', { unattended: false, kdf: 'min', unlock: 'passphrase_file' });
+    // Unlocked by a person: the web UI decides once a tab presents the passphrase.
+    rig = await openRig('argv-link', { unattended: false, kdf: 'min', unlock: 'control_socket' });
   }, 90_000);
   afterAll(() => rig?.stop(), 30_000);
 
@@ -665,11 +673,14 @@ describe("when the operator opens the printed link and a same-user process reads
     // printed URL and code sign in, and the decision is the person's.
     await expect(signInAsProgram(rig.daemon)).rejects.toThrow('SIGN_IN_USED');
     const next = rig.daemon.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): ')) ?? '';
-    const session = await signInAsProgram({
-      origin: rig.daemon.origin,
-      token: new URL(next.slice('Operator UI (next sign-in): '.length)).searchParams.get('token') ?? '',
-      signInCode: printedSignInCode(rig.daemon.process.stdoutLines, 'Sign-in code (next sign-in): '),
-    });
+    const session = await signInAsProgram(
+      {
+        origin: rig.daemon.origin,
+        token: new URL(next.slice('Operator UI (next sign-in): '.length)).searchParams.get('token') ?? '',
+        signInCode: printedSignInCode(rig.daemon.process.stdoutLines, 'Sign-in code (next sign-in): '),
+      },
+      passphrase,
+    );
     const approved = await fetch(`${rig.daemon.origin}/api/approvals.approve`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${session}` },
@@ -677,7 +688,89 @@ describe("when the operator opens the printed link and a same-user process reads
     });
     expect(approved.status, await approved.clone().text()).toBe(200);
     expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([
-      `by person:${os.userInfo().username} (web, operator session)`,
+      `by person:${os.userInfo().username} (web, passphrase in the page)`,
     ]);
   }, 60_000);
+});
+
+describe("when a same-user process kills the person's daemon and starts its own on the data directory", () => {
+  let rig: Rig | undefined;
+  let replacement: RunningDaemon | undefined;
+  let agent: DrillAgent | undefined;
+  beforeAll(async () => {
+    rig = await openRig('replaced', { unattended: false, kdf: 'min', unlock: 'control_socket' });
+  }, 90_000);
+  afterAll(async () => {
+    await agent?.stop();
+    await replacement?.process.stop('SIGTERM');
+    await rig?.stop();
+  }, 30_000);
+
+  /** A decision through the replacement daemon's operator API with a session, answered as JSON. */
+  const viaWeb = async (
+    session: string,
+    pathname: string,
+    body: unknown,
+  ): Promise<{ status: number; reply: unknown }> => {
+    const answer = await fetch(`${replacement?.origin ?? ''}${pathname}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${session}` },
+      body: JSON.stringify(body),
+    });
+    return { status: answer.status, reply: await answer.json() };
+  };
+
+  it("its daemon's sign-in code (which it reads) approves nothing: the card stays pending, nothing is sent, no APPROVED; guessing the passphrase backs off; the person's tab with the passphrase decides", async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    // The attacker: kills the broker (every process of the user may signal it) and starts its own on the same data
+    // directory, reading that daemon's output, where the URL and the code are printed.
+    await rig.daemon.process.stop('SIGKILL');
+    await rig.agent.stop();
+    replacement = await startDaemon(rig.dataDir);
+    const session = await signInAsProgram(replacement);
+    // Its agent asks for the write that needs a person's approval, then approves it itself through the web UI.
+    agent = await DrillAgent.start(rig.dataDir, 'replaced-agent');
+    const card = await pendingCard({ ...rig, daemon: replacement, agent }, 'replaced');
+    const refused = await viaWeb(session, '/api/approvals.approve', { ticket: card.ticket });
+    expect(refused.reply).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'passphrase' } });
+    expect(JSON.stringify(refused.reply)).not.toContain('proof_refusal');
+    // It does not know the passphrase: guesses are refused, and the fourth waits.
+    for (const guess of ['hunter2', 'password', 'postern'])
+      expect((await viaWeb(session, '/auth/prove', { passphrase: guess })).reply).toMatchObject({
+        error: { code: 'VAULT_PASSPHRASE_INVALID' },
+      });
+    expect((await viaWeb(session, '/auth/prove', { passphrase: 'letmein' })).reply).toMatchObject({
+      error: { code: 'PASSPHRASE_BACKOFF' },
+    });
+    expect((await viaWeb(session, '/api/approvals.approve', { ticket: card.ticket })).reply).toMatchObject({
+      error: { code: 'OPERATOR_PROOF_REQUIRED' },
+    });
+    expect(
+      (await callOperator(rig.dataDir, 'approvals.list', {})).cards.find((c) => c.ticket === card.ticket)?.state,
+    ).toBe('pending');
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+    expect(rig.log.markers()).not.toContain('replaced');
+
+    // The person, at their terminal, unlocks (which proves nothing for the attacker's tab) and decides in a tab of
+    // their own that presents the passphrase: the decision is theirs, recorded so.
+    await unlockAsPerson(rig.dataDir, passphrase);
+    expect((await viaWeb(session, '/api/approvals.approve', { ticket: card.ticket })).reply).toMatchObject({
+      error: { code: 'OPERATOR_PROOF_REQUIRED' },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // the backoff the attacker's guesses started
+    const next = replacement.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): ')) ?? '';
+    const person = await signInAsProgram(
+      {
+        origin: replacement.origin,
+        token: new URL(next.slice('Operator UI (next sign-in): '.length)).searchParams.get('token') ?? '',
+        signInCode: printedSignInCode(replacement.process.stdoutLines, 'Sign-in code (next sign-in): '),
+      },
+      passphrase,
+    );
+    expect((await viaWeb(person, '/api/approvals.approve', { ticket: card.ticket })).status).toBe(200);
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([
+      `by person:${os.userInfo().username} (web, passphrase in the page)`,
+    ]);
+    expect(await rig.log.waitForArrivals(1)).toEqual(['replaced']);
+  }, 90_000);
 });

@@ -177,7 +177,8 @@ function withServeOptions(command: Command, desktop = false): Command {
     .option(
       '--passphrase-file <file>',
       'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked); ' +
-        `any process of this user can read it, so the CLI then cannot prove a person: decide in the operator UI${headless}`,
+        `any process of this user can read it, so no passphrase proves a person then (no decision on the CLI or in the operator UI): ` +
+        `start without it and unlock at a terminal to decide${headless}`,
     )
     .option(
       '--config <file>',

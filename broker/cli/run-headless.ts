@@ -4,6 +4,7 @@ import { CodedError } from '../contract/index.js';
 import {
   createBrokerRuntime,
   createOperatorHandlers,
+  webProofFor,
   describeCutShutdown,
   describeHardening,
   drainBoundMs,
@@ -78,6 +79,8 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   try {
     host = await startOperatorHttpHost({
       handlers: createOperatorHandlers(runtime.broker),
+      // The sign-in code proves only that the caller read this terminal: a web decision also needs the passphrase.
+      proof: webProofFor(runtime, systemClock),
       rendererDir: path.join(packageRoot, 'dist', 'renderer'),
       port: port.value,
       changes: runtime.changes,

@@ -325,7 +325,7 @@ export const errorCodeRegistry = {
   OPERATOR_PROOF_REQUIRED: {
     from: broker,
     meaning:
-      "A decision reached the control socket without a person's proof: run it in a terminal (it asks for the vault passphrase), or decide in the desktop window or the operator UI. A broker unlocked at start from a passphrase file takes no passphrase as proof (any process of the user can read that file): decide in its operator UI.",
+      "A decision came without a person's proof. On the control socket: run it in a terminal (it asks for the vault passphrase), or decide in the desktop window or the operator UI. In the operator UI (field passphrase): this tab has not presented the vault passphrase in this run (the sign-in code alone proves no person); the page asks for it (Confirm it is you, or POST /auth/prove). proof_refusal passphrase_from_file: the broker's passphrase was read from a file in this run (any process of the user can read it), so no passphrase proves a person on any surface: start it without the file. proof_refusal no_vault (operator UI): no vault yet; create it first.",
   },
   PASSPHRASE_BACKOFF: {
     from: broker,

@@ -23,8 +23,13 @@ export const OperatorAuth = {
    * still needs a person.
    */
   desktop_confirmed: 'desktop_confirmed',
-  /** The web UI's session secret, exchanged once for the printed URL token. */
+  /**
+   * The web UI's session secret, exchanged once for the printed URL token and code. Recorded on decisions until
+   * 2026-12-07; it proves only that the caller read the daemon's output, so web decisions now need web_passphrase.
+   */
   operator_session: 'operator_session',
+  /** A web UI session that presented the vault passphrase in this run (web-proof.ts), checked by Argon2id. */
+  web_passphrase: 'web_passphrase',
   /** The vault passphrase typed on the CLI's controlling terminal, checked by Argon2id. */
   vault_passphrase_tty: 'vault_passphrase_tty',
   /** No proof: `operator.unattended_decisions: true`; the actor is the process, never a person. */
@@ -36,6 +41,7 @@ const authWords: Readonly<Record<OperatorAuth, string>> = {
   desktop_window: 'desktop window',
   desktop_confirmed: 'desktop, confirmed in a dialog',
   operator_session: 'web, operator session',
+  web_passphrase: 'web, passphrase in the page',
   vault_passphrase_tty: 'cli, passphrase on tty',
   unattended_opt_out: 'cli, unattended',
 };

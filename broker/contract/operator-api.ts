@@ -89,9 +89,10 @@ export type Reply<T> = { ok: true; value: T } | { ok: false; error: ReplyError }
 /**
  * Why an OPERATOR_PROOF_REQUIRED refusal holds, for a client that must not read its message to decide (a CLI prompting
  * for a passphrase): `passphrase_from_file` — this broker's vault passphrase was read from a file, so no passphrase is a
- * person's proof here (control-proof.ts); asking the person for it would only be refused again.
+ * person's proof here (control-proof.ts); asking the person for it would only be refused again. `no_vault` (the operator
+ * UI only): no vault exists yet, so no passphrase can be asked for; creating the vault is the one decision taken.
  */
-export type ProofRefusal = 'passphrase_from_file';
+export type ProofRefusal = 'passphrase_from_file' | 'no_vault';
 
 export interface ReplyError {
   code: string;

@@ -69,7 +69,9 @@ export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<Broker
 /**
  * Every operator method is a read or a decision, here and nowhere else (THREAT-MODEL "only a person
  * decides"). A decision is accepted only from a surface that proves a person: the desktop window,
- * the operator UI after sign-in, or the CLI with the vault passphrase typed on its terminal; the
+ * the operator UI after sign-in by a tab that presented the vault passphrase in this run (the sign-in code alone proves
+ * only that the caller read the daemon's output: broker/host/web-proof.ts), or the CLI with the vault passphrase typed
+ * on its terminal; the
  * control socket refuses one without that proof unless `operator.unattended_decisions` is set, and
  * then the journal names the process, never a person. Reads need no proof. A method added to the
  * list above fails to compile until it is classified here.

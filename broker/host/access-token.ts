@@ -68,8 +68,12 @@ export type SignInTokenState = 'current' | 'used' | 'wrong';
  * ever receives it and no file holds it.
  */
 export class OperatorSecrets {
-  /** Sessions signed in this run, newest last; the oldest is signed out past sessionsMax. */
-  private readonly sessions: string[] = [];
+  /**
+   * Sessions signed in this run, newest last; the oldest is signed out past sessionsMax. `proven`: the session presented
+   * the vault passphrase in this run (web-proof.ts), which the sign-in code alone never proves: whoever started the
+   * daemon read the code.
+   */
+  private readonly sessions: { secret: string; proven: boolean }[] = [];
   /** Tokens already exchanged (the few most recent): presenting one again says "used", not "wrong". */
   private readonly spent: string[] = [];
 
@@ -118,7 +122,7 @@ export class OperatorSecrets {
     }
     this.spendToken();
     const session = this.mint();
-    this.sessions.push(session);
+    this.sessions.push({ secret: session, proven: false });
     if (this.sessions.length > sessionsMax) this.sessions.shift();
     return { ok: true, session };
   }
@@ -133,10 +137,25 @@ export class OperatorSecrets {
 
   /** True only for a session secret of this run: never for a sign-in token, before or after its exchange. */
   sessionValid(presented: string | undefined): boolean {
-    if (presented === undefined) return false;
+    return this.sessionOf(presented) !== undefined;
+  }
+
+  /** Whether a valid session presented the vault passphrase in this run (false for anything else). */
+  sessionProven(presented: string | undefined): boolean {
+    return this.sessionOf(presented)?.proven === true;
+  }
+
+  /** The session presented the vault passphrase and it opened the vault: its decisions are a person's from now on. */
+  markProven(presented: string | undefined): void {
+    const session = this.sessionOf(presented);
+    if (session !== undefined) session.proven = true;
+  }
+
+  private sessionOf(presented: string | undefined): { secret: string; proven: boolean } | undefined {
+    if (presented === undefined) return undefined;
     // Every session is compared (constant time each), so timing says nothing about which one matched.
-    let matched = false;
-    for (const session of this.sessions) matched = tokensEqual(session, presented) || matched;
+    let matched: { secret: string; proven: boolean } | undefined;
+    for (const session of this.sessions) if (tokensEqual(session.secret, presented)) matched = session;
     return matched;
   }
 }

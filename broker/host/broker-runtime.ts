@@ -56,6 +56,7 @@ import { createChangeFeed, topicsOfKinds, type ChangeFeed } from './change-feed.
 import { integrityAnchorGate, type IntegrityAnchorGate } from './integrity-anchor.js';
 import { loadConfigIntegrity, type ConfigIntegrity, type ConfigTrust } from './config-integrity.js';
 import { startControlSocket } from './control-socket.js';
+import { createPassphraseSource, type PassphraseSource } from './control-proof.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { loadNativeAddon } from './native-addon.js';
 import type { OperatorBroker } from './operator-broker.js';
@@ -113,6 +114,11 @@ export interface BrokerRuntime {
   readonly gate: DispatchGate;
   /** The credential vault (vault.sqlite beside the journal); `postern vault unlock` reaches it through control.sock. */
   readonly vault: Vault;
+  /**
+   * Whether this run's vault passphrase was read from a file (at start, or by a later `vault unlock --passphrase-file`):
+   * then no passphrase proves a person, on the control socket or in the operator UI (control-proof.ts, web-proof.ts).
+   */
+  readonly passphraseSource: PassphraseSource;
   /**
    * The configuration in force (none if the file is absent): the one a person last accepted. Live: a change a person
    * accepts (or edits) while it is verified swaps in at once (live-config.ts), so read it where it is used.
@@ -441,12 +447,13 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       ...createMcpOAuthOperator({ config, oauth, upstreams, logger }),
       ...createAllowlistOperator({ allowlist, queue, logger }),
     };
+    const passphraseSource = createPassphraseSource(options.vaultPassphrase !== undefined);
     const control = await startControlSocket({
       dataDir: options.dataDir,
       vault,
       handlers: createOperatorHandlers(broker),
       refuseApiPeer: guard.refuse,
-      passphraseFromFile: options.vaultPassphrase !== undefined,
+      passphraseSource,
       // The CI opt-out: decisions without a person's proof, recorded as the calling process — honoured only from a
       // configuration whose seal a person's unlock verified, never from one not yet checked.
       unattendedDecisions: () => {
@@ -471,6 +478,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       journal,
       gate: journal,
       vault,
+      passphraseSource,
       config,
       configTrust: () => integrity.trust(),
       agentSocketPath: agentSocket.path,

@@ -44,6 +44,27 @@ export interface ControlProof {
 const personOnCli: OperatorCaller = { surface: 'cli', auth: 'vault_passphrase_tty' };
 
 /**
+ * Whether this run's vault passphrase has been read from a file (at start, or by a later `vault unlock
+ * --passphrase-file`): from then on no passphrase proves a person, on the control socket or in the operator UI
+ * (web-proof.ts), for the rest of the run. One latch for both surfaces.
+ */
+export interface PassphraseSource {
+  fromFile(): boolean;
+  /** Never undone: a client that says so untruly only makes the broker stricter. */
+  readFromFile(): void;
+}
+
+export function createPassphraseSource(fromFileAtStart: boolean): PassphraseSource {
+  let fromFile = fromFileAtStart;
+  return {
+    fromFile: () => fromFile,
+    readFromFile: () => {
+      fromFile = true;
+    },
+  };
+}
+
+/**
  * Whether the unattended opt-out holds now: `unverified` when postern.yaml asks for it but the configuration in force
  * is not yet known to be one a person accepted (its seal is checked at unlock): a forged opt-out is not honoured.
  */
@@ -59,9 +80,11 @@ export function createControlProof(options: {
    * later unlock whose client read its passphrase from a file latches the same (passphraseReadFromFile).
    */
   passphraseFromFile?: boolean;
+  /** The latch shared with the operator UI's proof; without it, one of this proof's own from passphraseFromFile. */
+  passphraseSource?: PassphraseSource;
   attempts?: PassphraseAttempts;
 }): ControlProof {
-  let passphraseFromFile = options.passphraseFromFile === true;
+  const source = options.passphraseSource ?? createPassphraseSource(options.passphraseFromFile === true);
   const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
 
   /** One passphrase check under the backoff: `check` says whether it was right and what to answer. */
@@ -87,7 +110,7 @@ export function createControlProof(options: {
 
   return {
     passphraseReadFromFile() {
-      passphraseFromFile = true;
+      source.readFromFile();
     },
     async decide(socket, method, input, proof, execute) {
       // Before any proof or opt-out is looked at: no passphrase exists yet to prove anything with.
@@ -109,7 +132,7 @@ export function createControlProof(options: {
         return answered ?? errorReply(new CodedError('INTERNAL', 'the unlock gave no answer'));
       }
       // Refused before it is checked: the answer says nothing about the passphrase either way.
-      if (proof !== undefined && passphraseFromFile) return passphraseFromFileRefusal(method);
+      if (proof !== undefined && source.fromFile()) return passphraseFromFileRefusal(method);
       if (proof !== undefined) {
         const passphrase = Buffer.from(proof, 'utf8');
         const refused = await gated(peer.uid, async () => {
@@ -132,7 +155,7 @@ export function createControlProof(options: {
         // Proven: the decision runs outside the gate (a retry may wait on a remote).
         return refused ?? execute(personOnCli);
       }
-      return decideUnproven(method, peer.pid, options.unattendedDecisions(), passphraseFromFile, execute);
+      return decideUnproven(method, peer.pid, options.unattendedDecisions(), source.fromFile(), execute);
     },
   };
 }
@@ -176,13 +199,14 @@ function decideUnproven(
  * THREAT-MODEL 3: a passphrase every process of the user can read is no person's proof; say so, and what does prove one.
  * `proof_refusal` tells a client (the CLI) not to ask the person for a passphrase that would be refused again.
  */
-function passphraseFromFileRefusal(method: BrokerApiMethod): Reply<never> {
+export function passphraseFromFileRefusal(method: BrokerApiMethod): Reply<never> {
   const refusal = new CodedError(
     'OPERATOR_PROOF_REQUIRED',
     `${method} is a decision and needs a person, but this broker's vault passphrase was read from a file at start ` +
       '(--passphrase-file or POSTERN_PASSPHRASE_FILE), which any process of this user can read, an agent too: presenting it ' +
-      'proves no person, so nothing was decided. Decide in the operator UI this daemon printed, or start the daemon ' +
-      'without a passphrase file and unlock it from a terminal with `postern vault unlock`. For unattended use (CI) set ' +
+      'proves no person, so nothing was decided (here or in the operator UI, where the sign-in code proves no person ' +
+      'either: whoever starts a daemon reads it). Start the daemon without a passphrase file and unlock it from a ' +
+      'terminal with `postern vault unlock`, or in the operator UI. For unattended use (CI) set ' +
       '`operator: { unattended_decisions: true }` in postern.yaml; such decisions are journaled as the process, not a person.',
     { field: 'proof' },
   );
@@ -199,7 +223,7 @@ function refusedHere(method: BrokerApiMethod): CodedError {
   );
 }
 
-function resultOf(reply: Reply<unknown>): AttemptResult {
+export function resultOf(reply: Reply<unknown>): AttemptResult {
   if (reply.ok) return 'correct';
   return reply.error.code === 'VAULT_PASSPHRASE_INVALID' ? 'wrong' : 'unchecked';
 }
@@ -212,7 +236,7 @@ function exeOf(pid: number): string | null {
   }
 }
 
-function backoffReply(retryAfterMs: number): Reply<never> {
+export function backoffReply(retryAfterMs: number): Reply<never> {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   return {
     ok: false,

@@ -11,7 +11,13 @@ import { CodedError, isCodedError, type BrokerApiMethod } from '../contract/inde
 import { systemClock, type Clock } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
 import { replaceStaleSocket, servePrivately } from '../agent/private-socket.js';
-import { createControlProof, type UnattendedDecisions, errorReply, type ControlProof } from './control-proof.js';
+import {
+  createControlProof,
+  type UnattendedDecisions,
+  errorReply,
+  type ControlProof,
+  type PassphraseSource,
+} from './control-proof.js';
 import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
 
 // The client half lives in control-client.ts (light: the CLI loads it without the broker); importers of this file keep working.
@@ -70,6 +76,8 @@ export interface ControlSocketOptions {
   unattendedDecisions?: boolean | (() => UnattendedDecisions);
   /** The vault was unlocked at start from a passphrase file: its passphrase proves no person here (control-proof.ts). */
   passphraseFromFile?: boolean;
+  /** The from-file latch shared with the operator UI (control-proof.ts); it wins over passphraseFromFile. */
+  passphraseSource?: PassphraseSource;
   /** The passphrase backoff's and the reply flush grace's clock (tests); default the system clock. */
   clock?: Clock;
 }
@@ -92,6 +100,7 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
     clock,
     unattendedDecisions: unattendedOf(options.unattendedDecisions),
     passphraseFromFile: options.passphraseFromFile === true,
+    ...(options.passphraseSource === undefined ? {} : { passphraseSource: options.passphraseSource }),
   });
   const connections = new Set<Socket>();
   const activity = new WeakMap<Socket, ConnectionActivity>();

@@ -1,4 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { systemClock } from '../ports/index.js';
+import { webProofFor } from './web-proof.js';
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
@@ -113,6 +115,7 @@ async function freshHost(
   const handlers = createOperatorHandlers((runtimes[0] as BrokerRuntime).broker);
   const host = await startOperatorHttpHost({
     handlers,
+    proof: webProofFor(runtimes[0] as BrokerRuntime, systemClock),
     rendererDir: ui === 'built' ? rendererDir : path.join(scratch, 'no-renderer'),
     port: 0,
     limits,

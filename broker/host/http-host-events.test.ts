@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { webProofFor } from './web-proof.js';
 import { request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,6 +51,7 @@ async function hostWith(
 ): Promise<{ host: OperatorHttpHost; bearer: Record<string, string> }> {
   const host = await startOperatorHttpHost({
     handlers: createOperatorHandlers(runtime.broker),
+    proof: webProofFor(runtime, systemClock),
     rendererDir: path.join(scratch, 'no-renderer'),
     port: 0,
     limits,

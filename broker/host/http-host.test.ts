@@ -1,4 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { systemClock } from '../ports/index.js';
+import { createPassphraseSource } from './control-proof.js';
+import { createWebProof, webProofFor, type WebProof } from './web-proof.js';
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import os from 'node:os';
@@ -108,7 +111,12 @@ describe('the operator HTTP host', () => {
       version: '9.9.9',
       startedAtMs: 1_700_000_000_000,
     });
-    host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
+    host = await startOperatorHttpHost({
+      handlers: createOperatorHandlers(runtime.broker),
+      proof: proofOf(runtime),
+      rendererDir,
+      port: 0,
+    });
     bearer = await signIn(host);
   });
   afterAll(() => host.close());
@@ -214,7 +222,7 @@ describe('the operator HTTP host', () => {
       },
     );
 
-    it('refuses a state-changing call that is not JSON, or that a browser says came from another origin or site (403 CROSS_SITE_REFUSED); a same-origin JSON call reaches the handler', async () => {
+    it("refuses a state-changing call that is not JSON, or that a browser says came from another origin or site (403 CROSS_SITE_REFUSED); a same-origin JSON call gets past them (to the person's proof)", async () => {
       const post = (headers: Record<string, string>): Promise<Answer> =>
         new Promise((resolve, reject) => {
           const req = request(
@@ -256,8 +264,12 @@ describe('the operator HTTP host', () => {
         Origin: `http://127.0.0.1:${host.port}`,
         'Sec-Fetch-Site': 'same-origin',
       });
-      expect(same.status).toBe(200);
-      expect(JSON.parse(same.body)).toMatchObject({ ok: true });
+      // Past the cross-site wall, the decision meets the person's proof: this data directory has no vault yet.
+      expect(same.status).toBe(409);
+      expect(JSON.parse(same.body)).toMatchObject({
+        ok: false,
+        error: { code: 'OPERATOR_PROOF_REQUIRED', proof_refusal: 'no_vault' },
+      });
     });
 
     it('answers the wrong verb with 405 and says which one to use', async () => {
@@ -319,6 +331,12 @@ describe('when the handlers fail', () => {
     );
     host = await startOperatorHttpHost({
       handlers: createOperatorHandlers({ ...broker, ...scripted } as OperatorBroker),
+      // No vault: only reads are asked here, and a decision would be refused.
+      proof: createWebProof({
+        vault: { state: () => 'uninitialized', verifyPassphrase: () => Promise.resolve(false) },
+        passphraseSource: createPassphraseSource(false),
+        clock: systemClock,
+      }),
       rendererDir,
       port: 0,
     });
@@ -357,6 +375,7 @@ describe('when the renderer is not built', () => {
     const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
     const host = await startOperatorHttpHost({
       handlers: createOperatorHandlers(runtime.broker),
+      proof: proofOf(runtime),
       rendererDir: path.join(scratch, 'missing'),
       port: 0,
     });
@@ -391,7 +410,12 @@ describe("when another program tries to serve a look-alike page on the host's po
     ipv6Loopback = typeof probe !== 'string';
     if (typeof probe !== 'string') await closeNet(probe);
     const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
-    host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
+    host = await startOperatorHttpHost({
+      handlers: createOperatorHandlers(runtime.broker),
+      proof: proofOf(runtime),
+      rendererDir,
+      port: 0,
+    });
   });
   afterAll(() => host.close());
   const needsIpv6 = (ctx: { skip: (note: string) => void }): boolean => {
@@ -461,7 +485,12 @@ describe("when another program tries to serve a look-alike page on the host's po
     try {
       const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
       await expect(
-        startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port }),
+        startOperatorHttpHost({
+          handlers: createOperatorHandlers(runtime.broker),
+          proof: proofOf(runtime),
+          rendererDir,
+          port,
+        }),
       ).rejects.toMatchObject({ code: 'EADDRINUSE', address: '::1' });
       const v4 = await tryBind({ port, host: '127.0.0.1' });
       expect(typeof v4).not.toBe('string');
@@ -476,6 +505,7 @@ describe("when another program tries to serve a look-alike page on the host's po
     const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
     const short = await startOperatorHttpHost({
       handlers: createOperatorHandlers(runtime.broker),
+      proof: proofOf(runtime),
       rendererDir,
       port: 0,
     });
@@ -491,7 +521,12 @@ describe("when another program tries to serve a look-alike page on the host's po
 describe('when the host closes', () => {
   async function startHost(): Promise<OperatorHttpHost> {
     const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
-    return startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
+    return startOperatorHttpHost({
+      handlers: createOperatorHandlers(runtime.broker),
+      proof: proofOf(runtime),
+      rendererDir,
+      port: 0,
+    });
   }
   const elapsedMs = (since: bigint): number => Number(process.hrtime.bigint() - since) / 1e6;
 
@@ -559,12 +594,18 @@ describe('when the host closes', () => {
     const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
     const first = await startOperatorHttpHost({
       handlers: createOperatorHandlers(runtime.broker),
+      proof: proofOf(runtime),
       rendererDir,
       port: 0,
     });
     try {
       await expect(
-        startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: first.port }),
+        startOperatorHttpHost({
+          handlers: createOperatorHandlers(runtime.broker),
+          proof: proofOf(runtime),
+          rendererDir,
+          port: first.port,
+        }),
       ).rejects.toMatchObject({
         code: 'EADDRINUSE',
       });
@@ -573,3 +614,8 @@ describe('when the host closes', () => {
     }
   });
 });
+
+/** The runtime's own web proof (its vault, its from-file latch), as the daemon builds it. */
+function proofOf(runtime: BrokerRuntime): WebProof {
+  return webProofFor(runtime, systemClock);
+}

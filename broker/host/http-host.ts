@@ -4,6 +4,7 @@ import {
   brokerApiMethods,
   brokerApiReadMethods,
   hostHttpStatus,
+  isDecisionMethod,
   type BrokerApiMethod,
   type HostErrorCode,
   type Reply,
@@ -19,9 +20,15 @@ import type { ChangeFeed } from './change-feed.js';
 import { guardConnections, type ConnectionCounts, type ConnectionGuard } from './connection-guard.js';
 import type { OperatorHandlers } from './operator-handlers.js';
 import { loadStaticAssets, type StaticAsset } from './static-assets.js';
+import { webPassphraseRequired, type WebProof } from './web-proof.js';
 
 export interface OperatorHttpHostOptions {
   handlers: OperatorHandlers;
+  /**
+   * What proves a person here (web-proof.ts): a session decides only once it presented the vault passphrase in this
+   * run; the sign-in code alone never does.
+   */
+  proof: WebProof;
   /** The built renderer (dist/renderer). A missing bundle is reported, not fatal: the API still works. */
   rendererDir: string;
   /** 0 picks an ephemeral port. */
@@ -161,7 +168,18 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
       spent: () => options.onSignIn?.(signInLink(port, secrets)),
       wrongCode: (attemptsLeft) => options.onWrongCode?.(attemptsLeft),
     };
-    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, notify, events }).catch(() => {
+    handleRequest({
+      req,
+      res,
+      port,
+      secrets,
+      guard,
+      assets,
+      handlers: options.handlers,
+      proof: options.proof,
+      notify,
+      events,
+    }).catch(() => {
       if (!res.headersSent) sendError(res, 'INTERNAL', 'The host failed while answering.');
       else res.destroy();
     });
@@ -206,6 +224,7 @@ interface RequestContext {
   guard: ConnectionGuard;
   assets: ReadonlyMap<string, StaticAsset>;
   handlers: OperatorHandlers;
+  proof: WebProof;
   events: EventStreams;
 }
 
@@ -250,6 +269,10 @@ async function handleRequest(ctx: RequestContext): Promise<void> {
     ctx.guard.hold(req.socket, res);
     if (url.pathname === eventsPath) serveEvents(ctx);
     else await serveApi(ctx, url.pathname.slice('/api/'.length));
+    return;
+  }
+  if (url.pathname === provePath) {
+    await proveSession(ctx);
     return;
   }
   serveAsset(ctx, url.pathname);
@@ -447,8 +470,68 @@ async function serveApi(ctx: RequestContext, name: string): Promise<void> {
     if (read === undefined) return;
     input = read;
   }
-  // Reaching here took the session secret exchanged once for the printed token: the web UI's proof of a person.
-  const reply = await ctx.handlers[method](input, { surface: 'web', auth: 'operator_session' });
+  const reply = await decideOrRead(ctx, method, input);
+  sendJson(res, reply.ok ? 200 : replyErrorStatus(reply.error.code), reply);
+}
+
+/**
+ * Reaching here took the session secret exchanged once for the printed token and code: enough to read, never to
+ * decide (web-proof.ts). A decision runs only for a session that presented the vault passphrase in this run, and
+ * only while a passphrase can prove anyone (none read from a file); the page's unlock and the vault's creation present
+ * the passphrase themselves and prove the session when they succeed.
+ */
+async function decideOrRead(ctx: RequestContext, method: BrokerApiMethod, input: unknown): Promise<Reply<unknown>> {
+  const { handlers, proof, secrets } = ctx;
+  const session = bearerToken(ctx.req.headers.authorization);
+  if (!isDecisionMethod(method)) return handlers[method](input, { surface: 'web', auth: 'operator_session' });
+  const person = { surface: 'web', auth: 'web_passphrase' } as const;
+  if (method === 'vault.init') {
+    // No passphrase exists before this call: the session that chooses it knows it.
+    const reply = await handlers[method](input, person);
+    if (reply.ok && proof.provable()) secrets.markProven(session);
+    return reply;
+  }
+  if (method === 'vault.unlock') {
+    const reply = await proof.gated(() => handlers[method](input, person));
+    if (reply.ok && proof.provable()) secrets.markProven(session);
+    return reply;
+  }
+  const refused = proof.refusal(method);
+  if (refused !== undefined) return refused;
+  if (!secrets.sessionProven(session)) return webPassphraseRequired(method);
+  return handlers[method](input, person);
+}
+
+/** A signed-in tab presents the vault passphrase here: POST {"passphrase": P} → {ok, value: {proven: true}}. */
+export const provePath = '/auth/prove';
+
+async function proveSession(ctx: RequestContext): Promise<void> {
+  const { req, res, secrets } = ctx;
+  const session = bearerToken(req.headers.authorization);
+  if (!secrets.sessionValid(session)) {
+    sendError(res, 'UNAUTHENTICATED', 'Sign in first: the passphrase proves a person for a signed-in tab.', provePath);
+    return;
+  }
+  if (req.method !== 'POST') {
+    res.setHeader('Allow', 'POST');
+    sendError(res, 'METHOD_NOT_ALLOWED', `Use POST for ${provePath}.`, provePath);
+    return;
+  }
+  ctx.guard.hold(req.socket, res);
+  const input = await readJsonWrite(req, res, provePath);
+  if (input === undefined) return;
+  const { passphrase } = (input ?? {}) as { passphrase?: unknown };
+  if (typeof passphrase !== 'string' || passphrase === '') {
+    sendError(
+      res,
+      'INVALID_ARGUMENT',
+      'The body must be {"passphrase": "<the vault passphrase>"}: passphrase is missing or empty.',
+      provePath,
+    );
+    return;
+  }
+  const reply = await ctx.proof.prove(passphrase);
+  if (reply.ok) secrets.markProven(session);
   sendJson(res, reply.ok ? 200 : replyErrorStatus(reply.error.code), reply);
 }
 
@@ -545,7 +628,7 @@ function sendBody(res: ServerResponse, method: string | undefined, contentType: 
  */
 function sendError(res: ServerResponse, code: HostErrorCode, message: string, pathname = '/'): void {
   const status = hostHttpStatus[code];
-  if (pathname.startsWith('/api/') || pathname === sessionPath) {
+  if (pathname.startsWith('/api/') || pathname === sessionPath || pathname === provePath) {
     sendJson(res, status, { ok: false, error: { code, message } } satisfies Reply<never>);
     return;
   }

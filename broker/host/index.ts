@@ -32,6 +32,7 @@ export {
   type SignInLink,
 } from './http-host.js';
 export { contentSecurityPolicy, securityHeaders } from './http-host.js';
+export { createWebProof, webProofFor, type WebProof } from './web-proof.js';
 export {
   controlSocketFileName,
   controlSocketPath,

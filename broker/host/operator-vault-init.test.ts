@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { systemClock } from '../ports/index.js';
+import { webProofFor } from './web-proof.js';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -190,7 +192,12 @@ describe('vault.init through the operator handlers', () => {
 
   it('creates the vault from the signed-in operator UI (HTTP host), and the reply carries only the state', async () => {
     const { rt, handlers, lines } = await freshBroker();
-    host = await startOperatorHttpHost({ handlers, rendererDir: path.join(dir.path, 'no-renderer'), port: 0 });
+    host = await startOperatorHttpHost({
+      handlers,
+      proof: webProofFor(rt, systemClock),
+      rendererDir: path.join(dir.path, 'no-renderer'),
+      port: 0,
+    });
     const signIn = await fetch(`${host.origin}${sessionPath}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },

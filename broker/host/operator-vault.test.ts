@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { webProofFor } from './web-proof.js';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -120,7 +121,12 @@ describe('the vault methods of the operator API', () => {
     const { handlers, lines, runtime: rt } = await lockedBroker();
     // Some journal activity around the add, so the journal file is not trivially empty.
     for (const event of actionPaths.httpApproved('act_vaultapi000001').slice(0, 3)) await rt.journal.append(event);
-    host = await startOperatorHttpHost({ handlers, rendererDir: path.join(dir.path, 'no-renderer'), port: 0 });
+    host = await startOperatorHttpHost({
+      handlers,
+      proof: webProofFor(rt, systemClock),
+      rendererDir: path.join(dir.path, 'no-renderer'),
+      port: 0,
+    });
     const signIn = await fetch(`${host.origin}${sessionPath}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },

@@ -7,7 +7,8 @@ import type { Clock } from '../ports/index.js';
  * `firstBackoffMs` doubling up to `backoffMsMax`. While one check of a caller runs, its next is
  * refused too, so a burst never queues Argon2id work. A refusal answers at once with how long to
  * wait; nothing sleeps. The price: an agent can keep a person's CLI decisions waiting up to
- * `backoffMsMax`; the desktop window and the web UI do not go through this gate.
+ * `backoffMsMax`. The operator web UI's proofs and unlocks go through a gate of their own (one caller,
+ * `web`: broker/host/web-proof.ts); the desktop window does not go through one.
  */
 export const passphraseAttemptLimits = {
   freeFailures: 3,

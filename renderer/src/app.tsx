@@ -1,5 +1,6 @@
 import { useEffect, useState, useSyncExternalStore, type KeyboardEvent } from 'react';
 import type { OperatorSession } from './api/page-session.js';
+import type { PagePassphrasePrompt } from './api/person-proof.js';
 import { useAppStore } from './store/app-store.js';
 import { approvalsTally, brokerStopped } from './store/approvals-tally.js';
 import { backOf, tabChoiceHref, type HashRoute } from './store/hash-route.js';
@@ -18,6 +19,7 @@ import { RoutesView } from './views/routes-view.js';
 import { VaultLockedHint, VaultView } from './views/vault-view.js';
 import { MetricsView } from './views/metrics-view.js';
 import { SessionsView } from './views/sessions-view.js';
+import { ProofDialog } from './views/proof-dialog.js';
 import { SignInView } from './views/sign-in-view.js';
 import { StatusPanel } from './views/status-panel.js';
 import { useHashRoute } from './views/use-hash-route.js';
@@ -53,15 +55,22 @@ const initialTab: TabId = 'status';
  * The console. On the headless host (`session` given) a tab that holds no session shows the sign-in view instead, and
  * the console once it is signed in; inside Electron the bridge needs no session.
  */
-export function App({ session }: { session?: OperatorSession | undefined }) {
+export function App({
+  session,
+  prompt,
+}: {
+  session?: OperatorSession | undefined;
+  /** The headless host's passphrase prompt (a decision from a tab that has not shown the passphrase asks it). */
+  prompt?: PagePassphrasePrompt | undefined;
+}) {
   const signedIn = useSyncExternalStore(
     (listener) => session?.subscribe(listener) ?? (() => undefined),
     () => session === undefined || session.secret() !== null,
   );
-  return signedIn || session === undefined ? <Console /> : <SignInView session={session} />;
+  return signedIn || session === undefined ? <Console prompt={prompt} /> : <SignInView session={session} />;
 }
 
-function Console() {
+function Console({ prompt }: { prompt?: PagePassphrasePrompt | undefined }) {
   const route = useHashRoute();
   const [tab, setTab] = useRoutedTab(route);
   usePollingShellState();
@@ -73,6 +82,7 @@ function Console() {
         <span className="muted">operator console</span>
         <TabList tab={tab} badges={badges} setTab={setTab} />
       </header>
+      {prompt !== undefined && <ProofDialog prompt={prompt} />}
       <QuarantineBanner />
       <IntegrityBanner />
       <ConfigTrustBanner />

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../../broker/ports/index.js';
 import { openVault } from '../../broker/vault/index.js';
-import { unlockAsPerson } from './person-decision.js';
 import { startDaemon, type RunningDaemon } from './postern-process.js';
 import { acceptConfigAsPerson } from './accepted-config.js';
 
@@ -76,11 +75,12 @@ export async function startBearerRouteDaemon(options: {
     ].join('\n'),
   );
   await acceptConfigAsPerson(dataDir, passphraseFile);
+  // Unlocked as a person does it (over control.sock): the operator UI's sessions decide once they present it.
   const daemon = await startDaemon(dataDir, {
     ...(options.args === undefined ? {} : { args: options.args }),
     ...(options.env === undefined ? {} : { env: options.env }),
+    person: { passphrase },
   });
-  await unlockAsPerson(dataDir, passphrase);
   return {
     scratch,
     dataDir,

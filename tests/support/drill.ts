@@ -9,7 +9,6 @@ import { systemClock } from '../../broker/ports/index.js';
 import { ArrivalLogServer } from '../../broker/testing/arrival-log-server.js';
 import { openVault } from '../../broker/vault/index.js';
 import { DrillAgent, type ToolReply } from './drill-agent.js';
-import { unlockAsPerson } from './person-decision.js';
 import { startDaemon, type RunningDaemon } from './postern-process.js';
 import { acceptConfigAsPerson } from './accepted-config.js';
 
@@ -87,7 +86,9 @@ export async function openDrill(
     ].join('\n'),
   );
   await acceptConfigAsPerson(dataDir, passphraseFile);
-  const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  // Unlocked as a person does it (over control.sock, not from the file): the operator UI's sessions then decide once
+  // they present the passphrase, as a person's page does (a passphrase file proves no person, web or CLI).
+  const daemon = await startDaemon(dataDir, { person: { passphraseFile } });
   const [p1, p2] = await Promise.all([DrillAgent.start(dataDir, 'drill-p1'), DrillAgent.start(dataDir, 'drill-p2')]);
   // Session approval: each new agent process is approved once, by a person, before its calls.
   const sessions = await waitFor(
@@ -147,8 +148,7 @@ export async function quarantineWithPendingCard(
   const anchorFile = anchorFileOf(drill.dataDir);
   const anchor = JSON.parse(readFileSync(anchorFile, 'utf8')) as { counter: number };
   writeFileSync(anchorFile, JSON.stringify({ ...anchor, counter: anchor.counter + 5 }));
-  drill.daemon = await startDaemon(drill.dataDir);
-  await unlockAsPerson(drill.dataDir, passphrase);
+  drill.daemon = await startDaemon(drill.dataDir, { person: { passphrase } });
   return pending as ApprovalCard;
 }
 

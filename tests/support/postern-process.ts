@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { inspectorPortParked } from '../../broker/core/index.js';
 import { signInCodeLabel } from '../../broker/host/http-host.js';
+import { unlockAsPerson } from './person-decision.js';
 
 export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
 export const posternBin = path.join(repoRoot, 'bin', 'postern.mjs');
@@ -149,10 +151,27 @@ export interface RunningDaemon {
   /** The sign-in code printed beside the URL (`Sign-in code: 1234-5678 …`), never in it. */
   signInCode: string;
   ready: Record<string, unknown>;
+  /**
+   * The vault passphrase a person unlocked this daemon with (startDaemon's `person`): a sign-in that presents it
+   * decides (broker/host/web-proof.ts). Undefined for a daemon started locked or from a passphrase file, whose web
+   * sessions take no decision.
+   */
+  personPassphrase?: string;
 }
 
 /** Each printed operator URL's code, so a helper given only the URL (e2e/fixtures/browser.ts) can sign in with it. */
 const signInCodes = new Map<string, string>();
+
+/** Each daemon's vault passphrase, by origin, where a person unlocked it (startDaemon's `person`). */
+const personPassphrases = new Map<string, string>();
+
+/**
+ * The vault passphrase of the daemon serving this operator URL, if a person unlocked it: what a person types into
+ * the page to decide there (the sign-in form's passphrase field, or the "Confirm it is you" prompt).
+ */
+export function personPassphraseFor(operatorUrl: string): string | undefined {
+  return personPassphrases.get(new URL(operatorUrl).origin);
+}
 
 /** The code the daemon printed beside this operator URL (startDaemon read it). */
 export function signInCodeFor(operatorUrl: string): string {
@@ -174,7 +193,11 @@ export function printedSignInCode(lines: readonly string[], prefix: string): str
  * A program's sign-in on a daemon's operator host: POST /auth/session with the printed token and the code printed
  * beside it. Resolves to the session secret; a refusal throws with the host's answer.
  */
-export async function signInAsProgram(daemon: Pick<RunningDaemon, 'origin' | 'token' | 'signInCode'>): Promise<string> {
+export async function signInAsProgram(
+  daemon: Pick<RunningDaemon, 'origin' | 'token' | 'signInCode'>,
+  /** Presented right after (POST /auth/prove) so the session decides; a refusal throws. */
+  passphrase?: string,
+): Promise<string> {
   const answer = await fetch(`${daemon.origin}/auth/session`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
@@ -183,7 +206,19 @@ export async function signInAsProgram(daemon: Pick<RunningDaemon, 'origin' | 'to
   const reply = (await answer.json()) as { ok: boolean; value?: { session?: unknown } };
   if (!reply.ok || typeof reply.value?.session !== 'string')
     throw new Error(`signing in answered ${answer.status}: ${JSON.stringify(reply)}`);
+  if (passphrase !== undefined) await proveSession(daemon.origin, reply.value.session, passphrase);
   return reply.value.session;
+}
+
+/** POST /auth/prove: the session presents the vault passphrase, as a person types it into the page; a refusal throws. */
+export async function proveSession(origin: string, session: string, passphrase: string): Promise<void> {
+  const answer = await fetch(`${origin}/auth/prove`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${session}` },
+    body: JSON.stringify({ passphrase }),
+  });
+  const reply = (await answer.json()) as { ok: boolean };
+  if (!reply.ok) throw new Error(`proving the session answered ${answer.status}: ${JSON.stringify(reply)}`);
 }
 
 /** Starts `postern <command> --data-dir DIR --port 0` and waits for its ready event. */
@@ -195,12 +230,20 @@ export async function startDaemon(
     port?: number;
     /** More options for the command (a test knob such as `--test-action-list-scan-rows N`). */
     args?: readonly string[];
+    /**
+     * A person unlocks the vault: the daemon starts locked (no passphrase file, whatever `env` says) and is unlocked
+     * over its control socket with this passphrase (or the one in this file), as `postern vault unlock` typed on a
+     * terminal does;
+     * the daemon's web sessions then decide once they present it (personPassphraseFor, signInAsProgram).
+     */
+    person?: { passphraseFile: string } | { passphrase: string };
   } = {},
 ): Promise<RunningDaemon> {
   const port = String(options.port ?? 0);
+  const env = options.person === undefined ? options.env : { ...options.env, POSTERN_PASSPHRASE_FILE: undefined };
   const proc = new PosternProcess(
     [options.command ?? 'daemon', '--data-dir', dataDir, '--port', port, ...(options.args ?? [])],
-    options.env,
+    env,
   );
   try {
     const ready = await proc.waitForEvent('ready');
@@ -212,7 +255,23 @@ export async function startDaemon(
     if (token === null) throw new Error(`the operator URL has no token: ${operatorUrl}`);
     const signInCode = printedSignInCode(proc.stdoutLines, `${signInCodeLabel}: `);
     signInCodes.set(operatorUrl, signInCode);
-    return { process: proc, origin: url.origin, port: Number(url.port), operatorUrl, token, signInCode, ready };
+    const running = {
+      process: proc,
+      origin: url.origin,
+      port: Number(url.port),
+      operatorUrl,
+      token,
+      signInCode,
+      ready,
+    };
+    if (options.person === undefined) return running;
+    const personPassphrase =
+      'passphrase' in options.person
+        ? options.person.passphrase
+        : readFileSync(options.person.passphraseFile, 'utf8').replace(/\r?\n$/, '');
+    await unlockAsPerson(dataDir, personPassphrase);
+    personPassphrases.set(url.origin, personPassphrase);
+    return { ...running, personPassphrase };
   } catch (error) {
     await proc.stop('SIGKILL');
     throw error;

@@ -1,7 +1,8 @@
 import type { Reply } from '../../../broker/contract/index.js';
 import { legacyOperatorSessionKey, operatorSignInMeta } from '../../../broker/contract/operator-sign-in.js';
-import { postJson } from './http-operator-api.js';
+import { postJson, proveTab } from './http-operator-api.js';
 import { clientError } from './operator-api.js';
+import { createPagePassphrasePrompt, type PagePassphrasePrompt } from './person-proof.js';
 
 /**
  * The operator session secret this page holds, in memory only, or null when the tab is not signed in. It changes
@@ -95,6 +96,13 @@ export function takeSignIn(win: SignInWindow): OperatorSession {
 }
 
 let pageSession: OperatorSession | undefined;
+let pagePrompt: PagePassphrasePrompt | undefined;
+
+/** The page's one passphrase prompt: the API client asks it, the console's dialog answers it. */
+export function pagePassphrasePrompt(): PagePassphrasePrompt {
+  pagePrompt ??= createPagePassphrasePrompt();
+  return pagePrompt;
+}
 
 /** The page's one session, taken at the first call (the API, the change feed and the sign-in panel share it). */
 export function pageSessionOf(win: Window): OperatorSession {
@@ -107,6 +115,11 @@ export interface SignInInput {
   /** A pasted sign-in URL (or the token in it); omitted, the token the page's own address carried is used. */
   url?: string;
   code: string;
+  /**
+   * The vault passphrase, if the person gave it: the tab presents it right after signing in, so its decisions are a
+   * person's (broker/host/web-proof.ts). Without it the tab reads, and asks for it at its first decision.
+   */
+  passphrase?: string;
 }
 
 /**
@@ -122,6 +135,8 @@ export async function signInWithCode(
   origin: string,
   fetchFn: typeof fetch,
   session: OperatorSession,
+  /** Told a passphrase the host refused at sign-in, so the first "Confirm it is you" shows why it asks. */
+  prompt?: Pick<PagePassphrasePrompt, 'remember'>,
 ): Promise<Reply<null>> {
   const pasted = input.url?.trim() ?? '';
   const fromAddress = pasted === '';
@@ -142,6 +157,12 @@ export async function signInWithCode(
     error?: { code?: unknown; message?: unknown };
   };
   if (reply.ok === true && typeof reply.value?.session === 'string') {
+    const passphrase = input.passphrase ?? '';
+    // Proven before the console shows: a wrong passphrase leaves a tab that reads, and asks again at its first decision.
+    if (passphrase !== '') {
+      const proven = await proveTab(fetchFn, reply.value.session, passphrase);
+      if (!proven.ok) prompt?.remember({ code: proven.error.code, message: proven.error.message });
+    }
     session.signIn(reply.value.session);
     return { ok: true, value: null };
   }

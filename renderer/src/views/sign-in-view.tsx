@@ -8,7 +8,7 @@ import {
   type RefObject,
 } from 'react';
 import type { ReplyError } from '../api/operator-api.js';
-import { signInWithCode, type OperatorSession } from '../api/page-session.js';
+import { pagePassphrasePrompt, signInWithCode, type OperatorSession } from '../api/page-session.js';
 
 /**
  * A tab on the headless host that holds no session: opened with a printed sign-in URL, reloaded, a new tab, or left
@@ -20,6 +20,7 @@ import { signInWithCode, type OperatorSession } from '../api/page-session.js';
 export function SignInView({ session }: { session: OperatorSession }) {
   const urlRef = useRef<HTMLInputElement>(null);
   const codeRef = useRef<HTMLInputElement>(null);
+  const passphraseRef = useRef<HTMLInputElement>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ReplyError | null>(null);
   const [otherUrl, setOtherUrl] = useState(false);
@@ -31,12 +32,19 @@ export function SignInView({ session }: { session: OperatorSession }) {
     event.preventDefault();
     const code = codeRef.current;
     const url = urlRef.current;
+    const passphrase = passphraseRef.current;
     if (code === null || code.value.trim() === '') return;
-    const input = { code: code.value, ...(askUrl && url !== null ? { url: url.value } : {}) };
+    const input = {
+      code: code.value,
+      ...(askUrl && url !== null ? { url: url.value } : {}),
+      ...(passphrase !== null && passphrase.value !== '' ? { passphrase: passphrase.value } : {}),
+    };
     code.value = '';
     if (url !== null) url.value = '';
+    if (passphrase !== null) passphrase.value = '';
     setBusy(true);
-    void signInWithCode(input, window.location.origin, window.fetch.bind(window), session).then((reply) => {
+    const prompt = pagePassphrasePrompt();
+    void signInWithCode(input, window.location.origin, window.fetch.bind(window), session, prompt).then((reply) => {
       setBusy(false);
       setError(reply.ok ? null : reply.error);
     });
@@ -61,18 +69,10 @@ export function SignInView({ session }: { session: OperatorSession }) {
             </div>
           )}
           <form className="unlock-form" onSubmit={submit} aria-label="Sign in with a printed URL and its code">
-            {askUrl && <SecretField label="Sign-in URL" name="sign-in-url" fieldRef={urlRef} maxLength={2_048} />}
-            <SecretField
-              label="Sign-in code"
-              name="sign-in-code"
-              fieldRef={codeRef}
-              maxLength={32}
-              numeric
-              onPaste={(event) => {
-                // A pasted code went through the clipboard, which every program running as the person can read.
-                event.preventDefault();
-                setPasteRefused(true);
-              }}
+            <SignInFields
+              askUrl={askUrl}
+              refs={{ url: urlRef, code: codeRef, passphrase: passphraseRef }}
+              onCodePasted={() => setPasteRefused(true)}
             />
             <button type="submit" className="primary" disabled={busy} data-testid="sign-in-submit">
               {busy ? 'Signing in…' : 'Sign in'}
@@ -100,6 +100,40 @@ export function SignInView({ session }: { session: OperatorSession }) {
   );
 }
 
+/** The fields of the sign-in: the printed URL when needed, the code (typed, never pasted), the optional passphrase. */
+function SignInFields(props: {
+  askUrl: boolean;
+  refs: Record<'url' | 'code' | 'passphrase', RefObject<HTMLInputElement | null>>;
+  onCodePasted: () => void;
+}) {
+  return (
+    <>
+      {props.askUrl && (
+        <SecretField label="Sign-in URL" name="sign-in-url" fieldRef={props.refs.url} maxLength={2_048} />
+      )}
+      <SecretField
+        label="Sign-in code"
+        name="sign-in-code"
+        fieldRef={props.refs.code}
+        maxLength={32}
+        numeric
+        onPaste={(event) => {
+          // A pasted code went through the clipboard, which every program running as the person can read.
+          event.preventDefault();
+          props.onCodePasted();
+        }}
+      />
+      <SecretField
+        label="Vault passphrase (to decide in this tab; leave empty to look only)"
+        name="sign-in-passphrase"
+        fieldRef={props.refs.passphrase}
+        maxLength={1_024}
+        optional
+      />
+    </>
+  );
+}
+
 /** What the person is asked for: the code only when the page was opened with a printed URL, else the URL and code. */
 function SignInIntro({ askUrl }: { askUrl: boolean }) {
   if (askUrl)
@@ -109,7 +143,9 @@ function SignInIntro({ askUrl }: { askUrl: boolean }) {
         program running as you could read from disk — so a reload or a new tab signs in again, as does a tab left open
         while the daemon restarted. Paste the newest sign-in URL <code>postern daemon</code> printed on its terminal and
         type the sign-in code printed beside it (each URL signs in once; the daemon prints the next one when it is
-        used).
+        used). Give the vault passphrase too if you will decide in this tab (approve, lock, change anything): the code
+        shows only that someone read the daemon&apos;s terminal, which a program that starts a daemon of its own does
+        too.
       </p>
     );
   return (
@@ -118,7 +154,8 @@ function SignInIntro({ askUrl }: { askUrl: boolean }) {
       is never in the URL: opening a link puts it on a browser&apos;s command line, where any program running as you can
       read it, so the URL alone signs nothing in. Check first that the address bar shows exactly the address the daemon
       printed (<code>http://127.0.0.1:PORT</code>): another program can serve a page that looks like this one on another
-      port.
+      port. Give the vault passphrase too if you will decide in this tab (approve, lock, change anything): the code
+      shows only that someone read the daemon&apos;s terminal, which a program that starts a daemon of its own does too.
     </p>
   );
 }
@@ -130,6 +167,8 @@ function SecretField(props: {
   fieldRef: RefObject<HTMLInputElement | null>;
   maxLength: number;
   numeric?: boolean;
+  /** Not needed to sign in (the vault passphrase: a tab without it reads, and asks for it at its first decision). */
+  optional?: boolean;
   onPaste?: (event: ClipboardEvent<HTMLInputElement>) => void;
 }) {
   const id = useId();
@@ -144,7 +183,7 @@ function SecretField(props: {
         autoComplete="off"
         spellCheck={false}
         maxLength={props.maxLength}
-        required
+        required={props.optional !== true}
         {...(props.numeric === true ? { inputMode: 'numeric' as const, autoFocus: true } : {})}
         {...(props.onPaste === undefined ? {} : { onPaste: props.onPaste })}
         data-testid={props.name}
