@@ -687,3 +687,75 @@ describe('when the broker accepts the reconnections and never answers them', () 
     },
   );
 });
+
+/**
+ * A broker that serves the shim's first connection until told to drop it, refuses the first reconnection with the
+ * per-user cap's line (RATE_LIMITED, the exact line the agent socket writes) and holds every later one open
+ * unanswered: what a broker at its cap looks like from a shim on a loaded machine, where the answer to the last try
+ * comes after the reconnect window ends. Scripted, since a real broker's timing is a race.
+ */
+function refusingThenSlowBroker(socketPath: string) {
+  const connections: Socket[] = [];
+  const server = createServer((conn) => {
+    connections.push(conn);
+    const index = connections.length;
+    conn.on('error', () => undefined);
+    const lines = createInterface({ input: conn });
+    const send = (message: unknown): boolean => conn.write(`${JSON.stringify(message)}\n`);
+    lines.on('line', (line) => {
+      const message = JSON.parse(line) as { id?: string | number; method?: string };
+      if (message.id === undefined) return;
+      if (index === 1 && message.method === 'initialize') send(initializeAnswer(message.id));
+      else if (index === 1) send({ jsonrpc: '2.0', id: message.id, result: { tools: [] } });
+      else if (index === 2)
+        conn.end(
+          jsonRpcErrorLine(
+            null,
+            jsonRpcCode.refused,
+            'at most 1 agent connections per user, and every one has a call in progress; retry later',
+            'RATE_LIMITED',
+          ),
+        );
+      // Later reconnections: accepted, their replayed initialize never answered within the window.
+    });
+  });
+  mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  return new Promise<{ server: Server; dropFirst: () => void; connections: Socket[] }>((resolve) =>
+    server.listen(socketPath, () => resolve({ server, dropFirst: () => connections[0]?.destroy(), connections })),
+  );
+}
+
+describe('when the broker refused a reconnection and its answer to the last one comes after the window', () => {
+  it("answers what waited with the broker's refusal (RATE_LIMITED), not as a broker that went away", async () => {
+    const scripted = createTempDir('postern-shim-refused-then-slow-');
+    const broker = await refusingThenSlowBroker(agentSocketPath(scripted.path));
+    const transport = shimTransport(scripted.path, ['--reconnect-for', '2']);
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const client = new Client({ name: 'shim-refused-then-slow', version: '1' });
+    try {
+      await client.connect(transport);
+      expect(await client.listTools()).toEqual({ tools: [] });
+      broker.dropFirst();
+      await waitUntil('the shim reconnecting', () => stderr.includes('reconnecting for up to'));
+      const waited = await Promise.race([
+        client.listTools().then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+        failAfter(20_000, 'the answer to the request that waited'),
+      ]);
+      // The scenario happened: refused once, then a reconnection left unanswered when the window ran out.
+      expect(stderr).toContain('postern mcp: the broker refused the reconnection: RATE_LIMITED');
+      expect(broker.connections.length).toBeGreaterThanOrEqual(3);
+      expect(waited).toBeInstanceOf(McpError);
+      expect(waited).toMatchObject({ code: -32_000, data: { code: 'RATE_LIMITED' } });
+      expect((waited as McpError).message).toContain('never reached the broker, so nothing was recorded for it');
+      expect(stderr.trimEnd().split('\n').at(-1)).toMatch(/^postern: RATE_LIMITED: gave up reconnecting after 2 s/);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => broker.server.close(resolve));
+      scripted.remove();
+    }
+  });
+});

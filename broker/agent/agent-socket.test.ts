@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -149,6 +150,36 @@ describe('when a process connects', () => {
     });
     await client.closed;
     expect(backend.sessionsOpened).toHaveLength(0);
+  });
+
+  it('keeps a refused connection open until its peer has read why: a peer that writes late meets no broken pipe', async () => {
+    const socket = await start(undefined, {
+      identify: () => {
+        throw new CodedError('PEER_REFUSED', 'the peer credential addon is not available');
+      },
+    });
+    // A reconnecting shim writes its initialize at once; on a loaded machine that write can land after the refusal.
+    // Destroyed right after the refusal, the socket answered that write with EPIPE (or a reset) and the peer could
+    // lose the refusal line unread: the shim then said "closed without answering" instead of the broker's code.
+    const conn = net.createConnection(socket.path);
+    conn.pause();
+    const errors: string[] = [];
+    conn.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
+    await new Promise<void>((resolve) => conn.once('connect', () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const written = await new Promise<Error | null | undefined>((resolve) =>
+      conn.write(`${initializeFrame(1, 'late-writer')}\n`, (error) => resolve(error)),
+    );
+    expect(written ?? null).toBeNull();
+    let text = '';
+    conn.setEncoding('utf8');
+    conn.on('data', (chunk: string) => (text += chunk));
+    const ended = new Promise<void>((resolve) => conn.once('end', () => resolve()));
+    conn.resume();
+    await ended;
+    expect(JSON.parse(text.trim())).toMatchObject({ id: null, error: { data: { code: 'PEER_REFUSED' } } });
+    expect(errors).toEqual([]);
+    conn.destroy();
   });
 
   it('refuses a peer the kernel reports as another uid', async () => {

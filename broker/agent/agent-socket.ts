@@ -147,7 +147,31 @@ function sessionRegistry(
 }
 
 /** One JSON-RPC error line (id null: nothing was read yet), then the connection ends. */
+/** How long a refused connection is kept to let its peer read why (it is closed as soon as the peer closes). */
+export const refusedLingerMs = 2_000;
+/** Refused connections kept lingering at once; past it a refusal closes at once (a flood holds no more descriptors). */
+export const refusedLingeringMax = 32;
+let lingering = 0;
+
+/**
+ * Says why and closes. What the peer already sent (a reconnecting shim writes its initialize at once) is read and
+ * dropped until it closes, bounded by refusedLingerMs: destroyed at once, the socket would close with those bytes
+ * unread, or before they land, and the peer meets a reset or a broken pipe — on a loaded machine before it has read
+ * this line — and learns only that the broker closed the connection, not why (RATE_LIMITED, PEER_REFUSED).
+ */
 function refuse(socket: Socket, code: ErrorCode, message: string): void {
   socket.end(jsonRpcErrorLine(null, jsonRpcCode.refused, message, code));
-  socket.destroySoon();
+  if (lingering >= refusedLingeringMax) {
+    socket.destroySoon();
+    return;
+  }
+  lingering += 1;
+  socket.on('data', () => undefined);
+  socket.resume();
+  const linger = setTimeout(() => socket.destroy(), refusedLingerMs);
+  linger.unref();
+  socket.once('close', () => {
+    lingering -= 1;
+    clearTimeout(linger);
+  });
 }

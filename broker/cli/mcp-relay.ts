@@ -338,7 +338,9 @@ export class McpRelay {
    */
   private windowOver(absence: Absence): void {
     if (this.absence !== absence || this.state !== 'replaying') return;
-    absence.failure = leftUnanswered;
+    // Refused before and only slow to answer this last try (a loaded machine): the broker is there and was refusing,
+    // so its word answers what waited, not "did not come back".
+    if (absence.failure?.refusal === undefined) absence.failure = leftUnanswered;
     this.giveUp(absence);
   }
 
