@@ -57,7 +57,6 @@ describe('a tab signed in with the code only', () => {
     await error.waitFor();
     expect(await error.getAttribute('data-code')).toBe('VAULT_PASSPHRASE_INVALID');
     expect((await op(dataDir, 'vault.status', {})).state).toBe('unlocked');
-    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the backoff a wrong passphrase may start
     await dialog.getByTestId('proof-passphrase').fill(passphrase);
     await dialog.getByTestId('proof-submit').click();
     await dialog.waitFor({ state: 'detached' });

@@ -739,9 +739,11 @@ describe("when a same-user process kills the person's daemon and starts its own 
       expect((await viaWeb(session, '/auth/prove', { passphrase: guess })).reply).toMatchObject({
         error: { code: 'VAULT_PASSPHRASE_INVALID' },
       });
-    expect((await viaWeb(session, '/auth/prove', { passphrase: 'letmein' })).reply).toMatchObject({
-      error: { code: 'PASSPHRASE_BACKOFF' },
-    });
+    const backedOff = (await viaWeb(session, '/auth/prove', { passphrase: 'letmein' })).reply as {
+      error?: { code?: string; retry_after_ms?: number };
+    };
+    expect(backedOff).toMatchObject({ error: { code: 'PASSPHRASE_BACKOFF' } });
+    const backoffEndsAt = Date.now() + (backedOff.error?.retry_after_ms ?? 0);
     expect((await viaWeb(session, '/api/approvals.approve', { ticket: card.ticket })).reply).toMatchObject({
       error: { code: 'OPERATOR_PROOF_REQUIRED' },
     });
@@ -757,7 +759,8 @@ describe("when a same-user process kills the person's daemon and starts its own 
     expect((await viaWeb(session, '/api/approvals.approve', { ticket: card.ticket })).reply).toMatchObject({
       error: { code: 'OPERATOR_PROOF_REQUIRED' },
     });
-    await new Promise((resolve) => setTimeout(resolve, 1_100)); // the backoff the attacker's guesses started
+    // The person's proof waits out the backoff the attacker's guesses started, as long as the broker said.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, backoffEndsAt - Date.now())));
     const next = replacement.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): ')) ?? '';
     const person = await signInAsProgram(
       {

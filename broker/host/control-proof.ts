@@ -87,26 +87,10 @@ export function createControlProof(options: {
   const source = options.passphraseSource ?? createPassphraseSource(options.passphraseFromFile === true);
   const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
 
-  /** One passphrase check under the backoff: `check` says whether it was right and what to answer. */
-  const gated = async (
+  const gated = (
     uid: number,
     check: () => Promise<{ result: AttemptResult; reply?: Reply<unknown> }>,
-  ): Promise<Reply<unknown> | undefined> => {
-    const key = `uid:${uid}`;
-    const admission = attempts.admit(key);
-    if (!admission.ok) return backoffReply(admission.retryAfterMs);
-    let checked: { result: AttemptResult; reply?: Reply<unknown> };
-    try {
-      checked = await check();
-    } catch (error) {
-      attempts.settle(key, 'unchecked');
-      return errorReply(error);
-    }
-    const waitMs = attempts.settle(key, checked.result);
-    const reply = checked.reply;
-    if (reply !== undefined && !reply.ok && waitMs > 0) reply.error.retry_after_ms = waitMs;
-    return reply;
-  };
+  ): Promise<Reply<unknown> | undefined> => checkBehindBackoff(attempts, `uid:${uid}`, check);
 
   return {
     passphraseReadFromFile() {
@@ -223,6 +207,31 @@ function refusedHere(method: BrokerApiMethod): CodedError {
   );
 }
 
+/**
+ * One passphrase check under the backoff `attempts` keeps for `key` (a uid on the control socket, the operator UI as one
+ * caller: web-proof.ts): refused at once while the gate is closed; `check` says whether the passphrase was right and
+ * what to answer (undefined: go on), and a refusal carries how long the next try must wait.
+ */
+export async function checkBehindBackoff(
+  attempts: PassphraseAttempts,
+  key: string,
+  check: () => Promise<{ result: AttemptResult; reply?: Reply<unknown> }>,
+): Promise<Reply<unknown> | undefined> {
+  const admission = attempts.admit(key);
+  if (!admission.ok) return backoffReply(admission.retryAfterMs);
+  let checked: { result: AttemptResult; reply?: Reply<unknown> };
+  try {
+    checked = await check();
+  } catch (error) {
+    attempts.settle(key, 'unchecked');
+    return errorReply(error);
+  }
+  const waitMs = attempts.settle(key, checked.result);
+  const reply = checked.reply;
+  if (reply !== undefined && !reply.ok && waitMs > 0) reply.error.retry_after_ms = waitMs;
+  return reply;
+}
+
 export function resultOf(reply: Reply<unknown>): AttemptResult {
   if (reply.ok) return 'correct';
   return reply.error.code === 'VAULT_PASSPHRASE_INVALID' ? 'wrong' : 'unchecked';
@@ -236,7 +245,7 @@ function exeOf(pid: number): string | null {
   }
 }
 
-export function backoffReply(retryAfterMs: number): Reply<never> {
+function backoffReply(retryAfterMs: number): Reply<never> {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   return {
     ok: false,

@@ -2,7 +2,7 @@ import { CodedError, type BrokerApiMethod, type ProofRefusal, type Reply } from 
 import type { Clock } from '../ports/index.js';
 import { createPassphraseAttempts, type PassphraseAttempts, type Vault } from '../vault/index.js';
 import {
-  backoffReply,
+  checkBehindBackoff,
   errorReply,
   passphraseFromFileRefusal,
   resultOf,
@@ -40,20 +40,11 @@ export function createWebProof(options: {
   attempts?: PassphraseAttempts;
 }): WebProof {
   const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
-  const gated = async (run: () => Promise<Reply<unknown>>): Promise<Reply<unknown>> => {
-    const admission = attempts.admit(webCaller);
-    if (!admission.ok) return backoffReply(admission.retryAfterMs);
-    let reply: Reply<unknown>;
-    try {
-      reply = await run();
-    } catch (error) {
-      attempts.settle(webCaller, 'unchecked');
-      return errorReply(error);
-    }
-    const waitMs = attempts.settle(webCaller, resultOf(reply));
-    if (!reply.ok && waitMs > 0) reply.error.retry_after_ms = waitMs;
-    return reply;
-  };
+  const gated = async (run: () => Promise<Reply<unknown>>): Promise<Reply<unknown>> =>
+    (await checkBehindBackoff(attempts, webCaller, async () => {
+      const reply = await run();
+      return { result: resultOf(reply), reply };
+    })) ?? errorReply(new Error('the check gave no answer'));
   return {
     provable: () => !options.passphraseSource.fromFile(),
     refusal(method) {
@@ -64,22 +55,21 @@ export function createWebProof(options: {
     async prove(passphrase) {
       if (options.passphraseSource.fromFile()) return withProofRefusal(fromFileProof, 'passphrase_from_file');
       if (options.vault.state() === 'uninitialized') return withProofRefusal(noVaultProof, 'no_vault');
-      const checked = await gated(async () => {
+      const refused = await checkBehindBackoff(attempts, webCaller, async () => {
         const bytes = Buffer.from(passphrase, 'utf8');
         try {
-          if (await options.vault.verifyPassphrase(bytes)) return { ok: true, value: { proven: true } };
+          if (await options.vault.verifyPassphrase(bytes)) return { result: 'correct' };
         } finally {
           bytes.fill(0);
         }
-        return errorReply(
-          new CodedError(
-            'VAULT_PASSPHRASE_INVALID',
-            'the passphrase does not open this vault; this tab still cannot decide',
-            { field: 'passphrase' },
-          ),
+        const wrong = new CodedError(
+          'VAULT_PASSPHRASE_INVALID',
+          'the passphrase does not open this vault; this tab still cannot decide',
+          { field: 'passphrase' },
         );
+        return { result: 'wrong', reply: errorReply(wrong) };
       });
-      return checked as Reply<{ proven: true }>;
+      return refused === undefined ? { ok: true, value: { proven: true } } : (refused as Reply<never>);
     },
     gated,
   };
