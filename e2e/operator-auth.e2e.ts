@@ -1,12 +1,11 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signInCodeLabel } from '../broker/host/http-host.js';
-import { printedSignInCode, repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { nextPrintedSignIn, repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
 import {
   assertRendererBuilt,
   browserStorageOf,
@@ -14,6 +13,7 @@ import {
   chromiumPath,
   launchChromium,
   openOperatorPage,
+  profileFilesHolding,
   sessionSecretFor,
   typeSignInCode,
   type OperatorPage,
@@ -231,7 +231,7 @@ describe('when the signed-in operator opens a page an agent serves on another po
     expect(await page.getByTestId('sign-in-code').inputValue()).toBe('');
 
     // The next URL with a mistyped code: refused, the URL keeps its other tries.
-    const next = nextPrinted();
+    const next = nextPrintedSignIn(daemon);
     await page.getByTestId('sign-in-url').fill(next.url);
     await page.getByTestId('sign-in-code').fill(otherCode(next.code));
     await page.getByTestId('sign-in-submit').click();
@@ -252,7 +252,7 @@ describe('when the signed-in operator opens a page an agent serves on another po
   it('the next printed URL with a #view asks for its code only, and opens that view (the fragment never reaches the server)', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    const next = nextPrinted();
+    const next = nextPrintedSignIn(daemon);
     await page.goto(`${next.url}#/activity/events`);
     // The token left the address (and the tab's history) at once; the page asks for the code, not for a URL.
     await page.waitForURL(`${daemon.origin}/#/activity/events`);
@@ -276,38 +276,9 @@ describe('when the signed-in operator opens a page an agent serves on another po
   });
 });
 
-/**
- * The newest sign-in URL the daemon printed on its terminal and the code printed beside it (it prints the next ones
- * each time one is used).
- */
-function nextPrinted(): { url: string; code: string } {
-  const line = daemon.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): '));
-  if (line === undefined) throw new Error(`no next sign-in URL was printed:\n${daemon.process.stdout}`);
-  const code = printedSignInCode(daemon.process.stdoutLines, `${signInCodeLabel} (next sign-in): `);
-  return { url: line.slice('Operator UI (next sign-in): '.length), code };
-}
-
 /** A code that is not this one (its last digit moved on). */
 function otherCode(code: string): string {
   return code.slice(0, -1) + String((Number(code.slice(-1)) + 1) % 10);
-}
-
-/** Every file under `dir` holding `secret` as UTF-8, UTF-16 (how Chromium keeps DOM storage) or Latin-1 bytes. */
-function filesHolding(dir: string, secret: string): string[] {
-  const needles = [Buffer.from(secret, 'utf8'), Buffer.from(secret, 'utf16le')];
-  const found: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile()) continue;
-    const file = path.join(entry.parentPath, entry.name);
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(file);
-    } catch {
-      continue; // removed while the browser runs (a lock, a journal)
-    }
-    if (needles.some((needle) => bytes.includes(needle))) found.push(path.relative(dir, file));
-  }
-  return found;
 }
 
 describe("when a same-user agent reads the operator's browser profile on disk", () => {
@@ -321,7 +292,7 @@ describe("when a same-user agent reads the operator's browser profile on disk", 
     });
     try {
       const page = await context.newPage();
-      const next = nextPrinted();
+      const next = nextPrintedSignIn(daemon);
       await page.goto(next.url);
       const session = await typeSignInCode(page, next.code);
       expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -331,16 +302,16 @@ describe("when a same-user agent reads the operator's browser profile on disk", 
       const control = `control-${Date.now()}-not-a-secret`;
       await page.evaluate((value) => sessionStorage.setItem('postern.e2e-control', value), control);
       const writtenBy = Date.now() + 30_000;
-      while (filesHolding(profile, control).length === 0) {
+      while (profileFilesHolding(profile, control).length === 0) {
         if (Date.now() > writtenBy)
           throw new Error("Chromium did not write the origin's sessionStorage to disk in 30 s");
         await page.waitForTimeout(250);
       }
-      expect(filesHolding(profile, session ?? '')).toEqual([]);
+      expect(profileFilesHolding(profile, session ?? '')).toEqual([]);
       await context.close();
       // Everything Chromium writes at exit, too.
-      expect(filesHolding(profile, control).length).toBeGreaterThan(0);
-      expect(filesHolding(profile, session ?? '')).toEqual([]);
+      expect(profileFilesHolding(profile, control).length).toBeGreaterThan(0);
+      expect(profileFilesHolding(profile, session ?? '')).toEqual([]);
     } finally {
       await context.close();
     }

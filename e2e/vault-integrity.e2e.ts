@@ -20,7 +20,14 @@ import { op, waitFor } from '../tests/support/drill.js';
 import { DrillAgent } from '../tests/support/drill-agent.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
 import { createVaultAsPerson } from '../tests/support/accepted-config.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, type OperatorPage } from './fixtures/browser.js';
+import {
+  assertRendererBuilt,
+  launchChromium,
+  openOperatorPage,
+  secretFieldExpected,
+  secretFieldShape,
+  type OperatorPage,
+} from './fixtures/browser.js';
 
 /**
  * Issue #8 by clicks against the real headless daemon: unlock the vault, add a credential through
@@ -137,7 +144,7 @@ describe('vault, credentials and integrity by clicks', () => {
         .filter({ hasText: /^locked$/ })
         .waitFor();
       const passphraseField = page.getByLabel('Vault passphrase');
-      expect(await passphraseField.getAttribute('type')).toBe('password');
+      expect(await secretFieldShape(passphraseField)).toEqual(secretFieldExpected);
       await shoot(page, 'vault-locked.png');
 
       // A wrong passphrase is refused and changes nothing.
@@ -160,13 +167,13 @@ describe('vault, credentials and integrity by clicks', () => {
       await page.getByTestId('approvals-view').waitFor();
       expect(await page.getByTestId('vault-locked-hint').count()).toBe(0);
 
-      // Add a credential through the form: the secret field is a password field, emptied on submit.
+      // Add a credential through the form: the secret's field is masked (not a password field), emptied on submit.
       await openTab(page, /^Credentials/);
       const form = page.getByRole('form', { name: 'Add credential' });
       await form.getByLabel('Name', { exact: true }).fill('docs-token');
       await form.getByLabel(/^May be sent to/).fill('docs, 127.0.0.1');
       const secretField = form.getByLabel('Secret', { exact: true });
-      expect(await secretField.getAttribute('type')).toBe('password');
+      expect(await secretFieldShape(secretField)).toEqual(secretFieldExpected);
       await secretField.fill(canary);
       await form.getByRole('button', { name: 'Add credential' }).click();
       await page.getByTestId('credential-added').filter({ hasText: 'Added docs-token' }).waitFor();

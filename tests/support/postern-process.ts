@@ -190,6 +190,18 @@ export function printedSignInCode(lines: readonly string[], prefix: string): str
 }
 
 /**
+ * The newest sign-in URL the daemon printed on its terminal and the code printed beside it (it prints the next ones
+ * each time one is used).
+ */
+export function nextPrintedSignIn(daemon: Pick<RunningDaemon, 'process'>): { url: string; code: string } {
+  const lines = daemon.process.stdoutLines;
+  const line = lines.findLast((l) => l.startsWith('Operator UI (next sign-in): '));
+  if (line === undefined) throw new Error(`no next sign-in URL was printed:\n${daemon.process.stdout}`);
+  const code = printedSignInCode(lines, `${signInCodeLabel} (next sign-in): `);
+  return { url: line.slice('Operator UI (next sign-in): '.length), code };
+}
+
+/**
  * A program's sign-in on a daemon's operator host: POST /auth/session with the printed token and the code printed
  * beside it. Resolves to the session secret; a refusal throws with the host's answer.
  */

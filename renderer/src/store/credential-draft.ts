@@ -1,7 +1,7 @@
 import { parseBindings } from './credentials-reducer.js';
 import type { NewCredential } from './credentials-slice.js';
 
-/** Kinds a form can add from a password field; an SSH private key is multi-line and goes through the CLI. */
+/** Kinds a form can add from a secret field; an SSH private key is multi-line and goes through the CLI. */
 export const formCredentialKinds = [
   { kind: 'bearer', label: 'bearer — Authorization: Bearer <secret>' },
   { kind: 'header', label: 'header — a named header with a template' },
@@ -14,7 +14,7 @@ export type FormCredentialKind = (typeof formCredentialKinds)[number]['kind'];
 
 /**
  * A credential form's fields as typed (the Credentials tab's and a request's provision form), the secret excepted:
- * it never leaves its password field until submit.
+ * it never leaves its secret field until submit.
  */
 export interface CredentialDraft {
   name: string;
@@ -23,7 +23,7 @@ export interface CredentialDraft {
   header: string;
   template: string;
   param: string;
-  /** aws_sigv4: the access key id (not secret; the secret key and session token stay in password fields). */
+  /** aws_sigv4: the access key id (not secret; the secret key and session token stay in secret fields). */
   accessKeyId: string;
 }
 

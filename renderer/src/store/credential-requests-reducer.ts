@@ -5,7 +5,7 @@ import { callFinished, callStarted, emptyCallBook, type CallBook } from './opera
 
 /**
  * Agents' credential requests (request_credential) as cards in the Approvals view. The events carry request ids,
- * call names and replies — never a secret: the pasted value goes from its password field straight into the
+ * call names and replies — never a secret: the pasted value goes from its secret field straight into the
  * provision call (credential-requests-slice.ts) and no event, reply or state here holds it.
  */
 export interface CredentialRequestsView {

@@ -1,6 +1,7 @@
 import type { Ref } from 'react';
 import { awsSigV4Secret, formCredentialKinds, type CredentialDraft } from '../store/credential-draft.js';
 import { Field } from './add-form.js';
+import { SecretInput } from './secret-input.js';
 
 /** The operator API's bound on a secret (operatorSecretCharsMax). */
 const secretCharsMax = 16 * 1_024;
@@ -12,7 +13,7 @@ export type ChangeDraft = <K extends keyof CredentialDraft>(field: K, value: Cre
 /**
  * The fields of a new credential, shared by the Credentials tab's form and a request's provision form: name, kind,
  * the options the kind takes, bindings and the secret. Everything but the secret is the caller's state; the secret
- * stays in its password field (uncontrolled, reached through `secretRef`) until `takeSecret` reads it at submit.
+ * stays in its secret field (uncontrolled, reached through `secretRef`) until `takeSecret` reads it at submit.
  */
 export function CredentialFields({
   id,
@@ -70,11 +71,9 @@ export function CredentialFields({
         />
       </Field>
       <Field id={`${id}-secret`} label={draft.kind === 'aws_sigv4' ? 'Secret access key' : 'Secret'}>
-        <input
+        <SecretInput
           id={`${id}-secret`}
           ref={secretRef}
-          type="password"
-          autoComplete="off"
           maxLength={secretCharsMax}
           required
           data-testid={secretTestId}
@@ -151,7 +150,7 @@ function KindFields({
   );
 }
 
-/** aws_sigv4: the access key id (state: not secret) and the optional session token (a password field, like the key). */
+/** aws_sigv4: the access key id (state: not secret) and the optional session token (a secret field, like the key). */
 function AwsKeyFields({ id, draft, change }: { id: string; draft: CredentialDraft; change: ChangeDraft }) {
   return (
     <>
@@ -166,13 +165,7 @@ function AwsKeyFields({ id, draft, change }: { id: string; draft: CredentialDraf
         />
       </Field>
       <Field id={`${id}-session-token`} label="Session token (temporary credentials only)">
-        <input
-          id={`${id}-session-token`}
-          name={sessionTokenFieldName}
-          type="password"
-          autoComplete="off"
-          maxLength={secretCharsMax}
-        />
+        <SecretInput id={`${id}-session-token`} name={sessionTokenFieldName} maxLength={secretCharsMax} />
       </Field>
     </>
   );

@@ -227,7 +227,7 @@ function DocsLink({ url, id }: { url: string; id: string }) {
 
 /**
  * A new credential from a pasted secret. Name, kind and bindings are ordinary state prefilled from the broker's
- * suggestion; the secret lives only in its password field (uncontrolled, never in React state or the store) and the
+ * suggestion; the secret lives only in its secret field (uncontrolled, never in React state or the store) and the
  * field is emptied the moment the form is sent, before the answer, so it is gone whether the broker accepts or not.
  */
 function ProvisionForm({ card, busy }: { card: CredentialRequestCard; busy: string | undefined }) {

@@ -129,8 +129,8 @@ function CredentialRow({ credential }: { credential: CredentialSummary }) {
 }
 
 /**
- * Name, kind, bindings and options are ordinary form state; the secret lives only in its password
- * field (uncontrolled, never in React state or the store), is read once on submit and the field is
+ * Name, kind, bindings and options are ordinary form state; the secret lives only in its secret
+ * field (secret-input.tsx; uncontrolled, never in React state or the store), is read once on submit and the field is
  * cleared at that moment, before the call is even answered.
  */
 export function AddCredentialForm({ locked }: { locked: boolean }) {

@@ -14,6 +14,7 @@ import { AddCredentialForm } from './credentials-view.js';
 import { AddRouteForm } from './add-route-form.js';
 import { AddSshHostForm } from './add-ssh-host-form.js';
 import { usePolling } from './use-polling.js';
+import { SecretInput } from './secret-input.js';
 
 /** The vault's bound on a passphrase (broker/contract/operator-vault-api.ts passphraseCharsMax). */
 const passphraseCharsMax = 1_024;
@@ -177,7 +178,7 @@ function VaultStep() {
 }
 
 /**
- * Two password fields whose values never enter React state or the store: only the strength hint of
+ * Two secret fields (secret-input.tsx) whose values never enter React state or the store: only the strength hint of
  * the first is kept while typing; both are read once on submit and cleared at that moment.
  */
 function CreateVaultForm() {
@@ -255,11 +256,9 @@ function PassphraseFields({
     <>
       <div className="field">
         <label htmlFor={`${id}-passphrase`}>New vault passphrase</label>
-        <input
+        <SecretInput
           id={`${id}-passphrase`}
           ref={firstRef}
-          type="password"
-          autoComplete="new-password"
           maxLength={passphraseCharsMax}
           required
           onInput={(e) => setStrength(passphraseStrength(e.currentTarget.value))}
@@ -269,11 +268,9 @@ function PassphraseFields({
       </div>
       <div className="field">
         <label htmlFor={`${id}-again`}>The same passphrase again</label>
-        <input
+        <SecretInput
           id={`${id}-again`}
           ref={againRef}
-          type="password"
-          autoComplete="new-password"
           maxLength={passphraseCharsMax}
           required
           data-testid="first-run-passphrase-again"

@@ -1,5 +1,6 @@
 import { useId, useRef, useSyncExternalStore, type FormEvent } from 'react';
 import type { PagePassphrasePrompt } from '../api/person-proof.js';
+import { SecretInput } from './secret-input.js';
 
 /**
  * "Confirm it is you": asked when this tab's first decision (an approval, a lock, an edit) was refused because the tab
@@ -55,13 +56,10 @@ export function ProofDialog({ prompt }: { prompt: PagePassphrasePrompt }) {
         )}
         <form className="unlock-form" onSubmit={submit} aria-label="Confirm with the vault passphrase">
           <label htmlFor={fieldId}>Vault passphrase</label>
-          <input
+          <SecretInput
             id={fieldId}
             ref={fieldRef}
-            type="password"
             name="proof-passphrase"
-            autoComplete="off"
-            spellCheck={false}
             maxLength={1_024}
             required
             autoFocus

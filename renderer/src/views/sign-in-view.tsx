@@ -9,6 +9,7 @@ import {
 } from 'react';
 import type { ReplyError } from '../api/operator-api.js';
 import { pagePassphrasePrompt, signInWithCode, type OperatorSession } from '../api/page-session.js';
+import { SecretInput } from './secret-input.js';
 
 /**
  * A tab on the headless host that holds no session: opened with a printed sign-in URL, reloaded, a new tab, or left
@@ -175,13 +176,10 @@ function SecretField(props: {
   return (
     <>
       <label htmlFor={id}>{props.label}</label>
-      <input
+      <SecretInput
         id={id}
         ref={props.fieldRef}
-        type="password"
         name={props.name}
-        autoComplete="off"
-        spellCheck={false}
         maxLength={props.maxLength}
         required={props.optional !== true}
         {...(props.numeric === true ? { inputMode: 'numeric' as const, autoFocus: true } : {})}

@@ -2,12 +2,13 @@ import { useEffect, useId, useRef, type FormEvent, type ReactNode } from 'react'
 import { useAppStore } from '../store/app-store.js';
 import { vaultNextStep, type VaultNextStep } from '../store/vault-lock-banner.js';
 import { vaultBlocksCredentials, type VaultView as VaultViewState } from '../store/vault-reducer.js';
+import { SecretInput } from './secret-input.js';
 
 /** The vault's bound on a passphrase (broker/contract/operator-vault-api.ts). */
 const passphraseCharsMax = 1_024;
 
 /**
- * The vault: locked → an unlock form (a password field whose value goes straight into the call and
+ * The vault: locked → an unlock form (a secret field whose value goes straight into the call and
  * is cleared at once, never into the store or the page's state); unlocked → Lock.
  */
 export function VaultView() {
@@ -58,12 +59,10 @@ function UnlockForm({ busy }: { busy: VaultViewState['busy'] }) {
   return (
     <form className="unlock-form" onSubmit={submit} aria-label="Unlock the vault">
       <label htmlFor={id}>Vault passphrase</label>
-      <input
+      <SecretInput
         id={id}
         ref={passphraseRef}
-        type="password"
         name="passphrase"
-        autoComplete="off"
         maxLength={passphraseCharsMax}
         required
         data-testid="vault-passphrase"
