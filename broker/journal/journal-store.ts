@@ -230,6 +230,7 @@ export class JournalStore implements AuditStore {
     unrecordedIds: () => Statement<[], { action_id: string }>;
     upsertAction: () => Statement<unknown[]>;
     listSessions: () => Statement<[{ statuses: string | null; limit: number }], { state: string }>;
+    loadSession: () => Statement<[string], { state: string }>;
     upsertSession: () => Statement<[Record<string, unknown>]>;
     unresolvedLaneStates: () => Statement<[], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
@@ -308,6 +309,7 @@ export class JournalStore implements AuditStore {
         FROM actions WHERE action_id = ?`,
       ),
       listSessions: lazy(db, listSessionsSql),
+      loadSession: lazy(db, `SELECT state FROM sessions WHERE session_id = ?`),
       upsertSession: lazy(
         db,
         `
@@ -475,11 +477,25 @@ export class JournalStore implements AuditStore {
       .map((row) => upgradeActionState(row.state));
   }
 
-  /** Every session row, once, as the journal opens (SessionBook); the running broker reads none of them again. */
-  allSessions(): SessionState[] {
-    return (this.db.prepare('SELECT state FROM sessions').all() as Array<{ state: string }>).map((row) =>
-      upgradeSessionState(row.state),
-    );
+  /**
+   * The sessions the journal holds in memory (SessionBook), read once as it opens: every one not ended with its process
+   * (pending, approved, revoked) and the newest `endedKept` of those that did (status `ended`), by first event.
+   */
+  openingSessions(endedKept: number): SessionState[] {
+    const rows = this.db
+      .prepare(
+        `SELECT state FROM sessions WHERE status != 'ended'
+         UNION ALL
+         SELECT state FROM (SELECT state FROM sessions WHERE status = 'ended' ORDER BY first_seq DESC LIMIT ?)`,
+      )
+      .all(endedKept) as Array<{ state: string }>;
+    return rows.map((row) => upgradeSessionState(row.state));
+  }
+
+  /** One session's row: what the SessionBook asks for a session it let go (ended long ago), never for a live one. */
+  loadSession(sessionId: string): SessionState | undefined {
+    const row = this.sql.loadSession().get(sessionId);
+    return row === undefined ? undefined : upgradeSessionState(row.state);
   }
 
   /** The newest `limit` sessions (of `statuses` when given), oldest first (read newest first, then reversed). */

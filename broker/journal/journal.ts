@@ -68,7 +68,7 @@ import { JournalWriter, type SealFault, type WriteAck, type WriteBatch, type Wri
 import type { BesideOp, BesideResult, BesideWriter } from './beside-rows.js';
 import { WriterThread, type WriterThreadOptions } from './writer-thread.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
-import { SessionBook } from './session-book.js';
+import { endedSessionsKept, SessionBook } from './session-book.js';
 import { IdempotencyBook, liveBindingsFromMs } from './idempotency-book.js';
 import { StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
@@ -491,7 +491,9 @@ export class Journal implements BesideWriter {
     this.planSnapshot = { begin: db.prepare('BEGIN'), commit: db.prepare('COMMIT') };
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
-    this.sessionBook = new SessionBook(this.store.allSessions());
+    this.sessionBook = new SessionBook(this.store.openingSessions(endedSessionsKept), {
+      storedRow: (id) => this.store.loadSession(id),
+    });
     this.keyBook = new IdempotencyBook(this.store.idempotencyKeysExpiringAfter(liveBindingsFromMs(clock.nowMs())), () =>
       clock.nowMs(),
     );
@@ -902,7 +904,8 @@ export class Journal implements BesideWriter {
    */
   listSessions(options: { status?: SessionState['status'][]; limit?: number } = {}): SessionState[] {
     this.requireReadable();
-    return this.sessionBook.list(Math.min(options.limit ?? listActionsMax, listActionsMax), options.status);
+    // The book holds every session a list this long shows (endedSessionsKept).
+    return this.sessionBook.list(Math.min(options.limit ?? endedSessionsKept, endedSessionsKept), options.status);
   }
 
   /**
@@ -922,10 +925,16 @@ export class Journal implements BesideWriter {
   listCountedSessions(): CountedSession[] {
     this.requireCurrent();
     // The figures are the table's; each session is this journal's own (SessionBook), and a row it never wrote is not shown.
-    return this.store.listCountedSessions(listActionsMax).flatMap((row) => {
-      const session = this.sessionBook.get(row.session.session_id);
+    // The newest endedSessionsKept rows are all held (the book lets only older ended ones go).
+    return this.store.listCountedSessions(endedSessionsKept).flatMap((row) => {
+      const session = this.sessionBook.held(row.session.session_id);
       return session === undefined ? [] : [{ ...row, session }];
     });
+  }
+
+  /** How many sessions the journal holds in memory: bounded, however many processes ever connected (SessionBook). */
+  sessionsHeld(): number {
+    return this.sessionBook.size();
   }
 
   /** The session of a live process, if one was recorded (pid + kernel start time). */

@@ -1,12 +1,38 @@
 import type { SessionState } from '../contract/index.js';
 
 /**
- * Every session as this journal knows it: read from the `sessions` table once, when the journal opens, then moved only
+ * How many sessions that ended with their process (status `ended`) the book keeps, newest by first event: the most a
+ * session list shows (listSessions, sessions.list), so every one it shows is here. Older ones are let go.
+ */
+export const endedSessionsKept = 1_000;
+
+export interface SessionBookOptions {
+  /** Ended sessions kept; endedSessionsKept by default (tests pass fewer). */
+  readonly endedKept?: number;
+  /**
+   * A session the book let go (it ended, and `endedKept` newer ones ended too): its row, read only when asked for
+   * one no longer held, and believed only where it says `ended` (below).
+   */
+  readonly storedRow?: (sessionId: string) => SessionState | undefined;
+}
+
+/**
+ * The sessions this journal knows: read from the `sessions` table once, when the journal opens, then moved only
  * by this journal's own commits. The running broker decides from it — who a reconnecting process is, whether a session
  * is approved, which sessions the sweeper ends — and never from a later read of that table. The table is plaintext and
  * any process of the user can write it while the broker runs (THREAT-MODEL 3): a row inserted for the agent's own child
  * process with `status: approved`, or an update of its own pending session to approved, would otherwise be an approval
- * no person gave. A session lives here until the journal closes; one is about a kilobyte (a process's ids and paths).
+ * no person gave.
+ *
+ * Bounded (THREAT-MODEL 4): every process that connects opens a session, and an agent that starts processes by the
+ * thousand, each connecting and exiting, would otherwise grow the book (about a kilobyte a session: a process's ids and
+ * paths) and every session list's sort for as long as the broker runs. It holds every session not ended, every revoked
+ * one (a person revoked each), and the newest `endedKept` of those that ended with their process (`ended`); an older
+ * one is let go. Letting one go changes no decision: its process is gone (a session ends only when the sweeper finds its
+ * pid and start time gone, and the kernel never gives a new process both again), so no call is ever made on it, and
+ * what is still asked of it (a retry of its action by another session, a card or request naming it, a person's
+ * decision on it) is answered from its row, read then and taken only as `ended`: a row another process edited to say
+ * anything else is not believed (such a session is unknown, as one never recorded is).
  */
 export class SessionBook {
   private readonly byId = new Map<string, SessionState>();
@@ -14,13 +40,33 @@ export class SessionBook {
   private readonly byProcess = new Map<string, SessionState>();
   /** The sessions not ended (pending, approved, revoked): what the sweeper and the agent guard go through, all of them. */
   private readonly unended = new Map<string, SessionState>();
+  /** Sessions ended with their process (status `ended`): the ones the book lets go, oldest first, past `endedKept`. */
+  private readonly endedWithProcess = new Map<string, SessionState>();
+  private readonly endedKept: number;
+  private readonly storedRow: (sessionId: string) => SessionState | undefined;
 
-  constructor(loaded: Iterable<SessionState>) {
+  constructor(loaded: Iterable<SessionState>, options: SessionBookOptions = {}) {
+    this.endedKept = options.endedKept ?? endedSessionsKept;
+    this.storedRow = options.storedRow ?? (() => undefined);
     this.committed(Array.from(loaded, (s) => [s.session_id, s] as const));
   }
 
-  get(sessionId: string): SessionState | undefined {
+  /** A session this journal wrote, as it holds it; one it let go (or never wrote) is undefined. */
+  held(sessionId: string): SessionState | undefined {
     return this.byId.get(sessionId);
+  }
+
+  /** A session as `held`, or one it let go as its row says it ended (class comment). */
+  get(sessionId: string): SessionState | undefined {
+    const held = this.byId.get(sessionId);
+    if (held !== undefined) return held;
+    let row: SessionState | undefined;
+    try {
+      row = this.storedRow(sessionId);
+    } catch {
+      return undefined; // a row another process made unreadable: unknown, as one never recorded is
+    }
+    return row?.status === 'ended' && row.ended_at_ms !== null && row.session_id === sessionId ? row : undefined;
   }
 
   findByProcess(pid: number, startTime: string): SessionState | undefined {
@@ -29,7 +75,7 @@ export class SessionBook {
 
   /**
    * The newest `limit` sessions by their first event (with a status among `statuses`, when given), oldest first, as
-   * the table's listSessions answered.
+   * the table's listSessions answered. Every one of them is held while `limit` is at most `endedKept`.
    */
   list(limit: number, statuses?: readonly SessionState['status'][]): SessionState[] {
     const matching = [...this.byId.values()].filter((s) => statuses === undefined || statuses.includes(s.status));
@@ -44,10 +90,13 @@ export class SessionBook {
       // A revoked session that then ends keeps status revoked (project-session): ended_at_ms says it ended.
       if (session.status === 'ended' || session.ended_at_ms !== null) this.unended.delete(id);
       else this.unended.set(id, session);
+      if (session.status === 'ended') this.endedWithProcess.set(id, session);
       const key = processKey(session.pid, session.start_time);
       const newest = this.byProcess.get(key);
       if (newest === undefined || newest.first_seq <= session.first_seq) this.byProcess.set(key, session);
     }
+    // Let go in batches of a quarter of those kept: one sort per batch, not one per session that ends.
+    if (this.endedWithProcess.size > this.endedKept + Math.ceil(this.endedKept / 4)) this.letGoOldestEnded();
   }
 
   /**
@@ -58,8 +107,20 @@ export class SessionBook {
     return [...this.unended.values()];
   }
 
+  /** Sessions held in memory: at most the unended, the revoked and 1.25 × `endedKept` of those ended (the class). */
   size(): number {
     return this.byId.size;
+  }
+
+  /** Keeps the newest `endedKept` sessions ended with their process, by first event; lets the older ones go. */
+  private letGoOldestEnded(): void {
+    const oldestFirst = [...this.endedWithProcess.values()].sort((a, b) => a.first_seq - b.first_seq);
+    for (const session of oldestFirst.slice(0, oldestFirst.length - this.endedKept)) {
+      this.endedWithProcess.delete(session.session_id);
+      this.byId.delete(session.session_id);
+      const key = processKey(session.pid, session.start_time);
+      if (this.byProcess.get(key)?.session_id === session.session_id) this.byProcess.delete(key);
+    }
   }
 }
 

@@ -6,6 +6,7 @@ import { replayJournal } from '../testing/replay-journal.js';
 import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
+import { endedSessionsKept } from './session-book.js';
 import { sessionStartedEvent } from '../testing/session-events.js';
 
 const opened: TempJournal[] = [];
@@ -267,3 +268,82 @@ describe('when another process writes the sessions table while the journal is op
     ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
   });
 });
+
+describe('when an agent starts processes by the thousand, each connecting and exiting (THREAT-MODEL 4)', () => {
+  it('the journal holds a bounded number of sessions, lists the table’s newest, and answers a let-go one from its row as ended', async () => {
+    const t = await temp();
+    const processes = endedSessionsKept * 3;
+    // Each process opens its session and exits (the sweeper ends it), many at once as the agent starts them.
+    for (let first = 0; first < processes; first += 100)
+      await Promise.all(
+        Array.from({ length: 100 }, async (_, i) => {
+          const id = `ses_churn_${first + i}`;
+          await t.journal.appendSession(sessionStartedEvent(id, 20_000 + first + i));
+          await t.journal.appendSession({
+            kind: 'SESSION_ENDED',
+            action_id: id,
+            payload: { reason: 'process_exited' },
+          });
+        }),
+      );
+    await t.journal.appendSession(sessionStartedEvent('ses_churn_live', 9_000));
+    const bound = endedSessionsKept + Math.ceil(endedSessionsKept / 4) + 1;
+    expect(t.journal.sessionsHeld()).toBeLessThanOrEqual(bound);
+    // Every list shows what the table's own newest rows are.
+    const newest = (rows: Array<{ session_id: string }>) => rows.map((s) => s.session_id);
+    expect(newest(t.journal.listSessions())).toEqual(newest(readNewestSessions(t.reader(), endedSessionsKept)));
+    expect(t.journal.listCountedSessions().map((c) => c.session.session_id)).toEqual(
+      newest(readNewestSessions(t.reader(), endedSessionsKept)),
+    );
+    expect(t.journal.listSessions({ status: ['pending'] }).map((s) => s.session_id)).toEqual(['ses_churn_live']);
+    // The oldest, let go: no process finds it, and asked by id (another session's retry of its action) it ended.
+    expect(t.journal.findSessionByProcess(20_000, '2000000')).toBeUndefined();
+    expect(t.journal.getSession('ses_churn_0')).toMatchObject({ status: 'ended', end_reason: 'process_exited' });
+    // A decision on it is refused as on any ended session, and writes nothing.
+    const before = t.journal.stats().events;
+    await expect(
+      t.journal.appendSession({
+        kind: 'SESSION_REVOKED',
+        action_id: 'ses_churn_0',
+        payload: { actor: person, reason: 'late' },
+      }),
+    ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    expect(t.journal.stats().events).toBe(before);
+
+    // Reopened, it reads the same bounded set: the live session and the newest ended ones.
+    await t.journal.close();
+    const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    try {
+      expect(reopened.sessionsHeld()).toBe(endedSessionsKept + 1);
+      expect(reopened.unendedSessions().map((s) => s.session_id)).toEqual(['ses_churn_live']);
+      expect(newest(reopened.listSessions())).toEqual(newest(readNewestSessions(t.reader(), endedSessionsKept)));
+      expect(reopened.getSession('ses_churn_1')?.status).toBe('ended');
+      // Another process of the user rewrites the let-go session's row to approved: not believed.
+      const forger = new Database(t.path, { timeout: 5_000 });
+      try {
+        const row = forger.prepare('SELECT state FROM sessions WHERE session_id = ?').get('ses_churn_0') as {
+          state: string;
+        };
+        const approved = { ...JSON.parse(row.state), status: 'approved', ended_at_ms: null, end_reason: null };
+        forger
+          .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
+          .run('approved', JSON.stringify(approved), 'ses_churn_0');
+      } finally {
+        forger.close();
+      }
+      expect(reopened.getSession('ses_churn_0')).toBeUndefined();
+      expect(reopened.findSessionByProcess(20_000, '2000000')).toBeUndefined();
+    } finally {
+      await reopened.close();
+    }
+  }, 120_000);
+});
+
+/** The table's newest `limit` sessions by first event, oldest first, read by another connection. */
+function readNewestSessions(reader: Database.Database, limit: number): Array<{ session_id: string }> {
+  return (
+    reader.prepare('SELECT session_id FROM sessions ORDER BY first_seq DESC LIMIT ?').all(limit) as Array<{
+      session_id: string;
+    }>
+  ).reverse();
+}
