@@ -533,6 +533,13 @@ async function openJournal(
       judgeBeforeRecovery,
       writerThread,
       onWriterThreadStartFailure: warnWriterThreadStartFailure(logger),
+      onSessionRowRefuted: (report) =>
+        logger.warn(
+          report,
+          report.folds
+            ? "a sessions row read at start differs from the session's own events (edited while no broker ran?): the events decide"
+            : 'a session of an earlier run does not fold from its events: its approval is not acted on',
+        ),
       ...(options.journalWriterThreadNativeBinding === undefined
         ? {}
         : { writerThreadNativeBinding: options.journalWriterThreadNativeBinding }),

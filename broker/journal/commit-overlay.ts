@@ -26,6 +26,11 @@ export class CommitOverlay {
   private readonly stored = new Map<string, ActionState | undefined>();
   private readonly states = new Map<string, ActionState>();
   private readonly sessions = new Map<string, SessionState>();
+  /**
+   * Sessions this batch folded over an unconfirmed row (an earlier run's, its events not folded yet: SessionBook), or
+   * over a batch in flight that did: what it writes for them is no more the journal's own than that row.
+   */
+  private readonly overRows = new Set<string>();
   private readonly keys = new Map<string, BoundIdempotencyKey>();
   /** Credential requests have no table: the events are their record, so only what this commit planned is held. */
   private readonly credentialRequests = new Map<string, CredentialRequestState>();
@@ -43,7 +48,7 @@ export class CommitOverlay {
   constructor(
     private readonly store: JournalStore,
     private readonly cache: Pick<StateCache, 'get'>,
-    private readonly sessionBook: Pick<SessionBook, 'get'>,
+    private readonly sessionBook: Pick<SessionBook, 'get' | 'isUnconfirmed'>,
     private readonly keyBook: Pick<IdempotencyBook, 'get'>,
     /** An unresolved laned action's state from memory (LaneTickets), read before the table on a cache miss. */
     private readonly unresolvedState: (id: string) => ActionState | undefined,
@@ -85,8 +90,15 @@ export class CommitOverlay {
       }
       return this.stored.get(id);
     },
-    sessionOf: (id) =>
-      this.sessions.get(id) ?? this.latestOf((overlay) => overlay.sessions.get(id)) ?? this.sessionBook.get(id),
+    sessionOf: (id) => {
+      const planned = this.sessions.get(id);
+      if (planned !== undefined) return planned;
+      const earlier = this.latestOf((overlay) => overlay.sessions.get(id));
+      const base = earlier ?? this.sessionBook.get(id);
+      if (earlier === undefined ? this.sessionBook.isUnconfirmed(id) : this.before.some((o) => o.overRows.has(id)))
+        this.overRows.add(id);
+      return base;
+    },
     idempotencyKeyOf: (route, scope, key) => {
       const keyId = idempotencyKeyId(route, scope, key);
       return (
@@ -161,6 +173,11 @@ export class CommitOverlay {
   /** The sessions this transaction wrote, for the journal's session cache once COMMIT has returned. */
   *writtenSessions(): Iterable<readonly [string, SessionState]> {
     yield* this.sessions;
+  }
+
+  /** The sessions this transaction folded over an unconfirmed row: still unconfirmed once written. */
+  sessionsFoldedOverRows(): Iterable<string> {
+    return this.overRows;
   }
 
   /** The idempotency-key bindings this transaction wrote, for the journal's key book once COMMIT has returned. */

@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { isDeepStrictEqual } from 'node:util';
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../ports/open-database.js';
 import {
@@ -23,6 +24,7 @@ import {
   type OutcomeCountRow,
   type RecoveredJournal,
   project,
+  projectSessions,
 } from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
 import {
@@ -202,6 +204,21 @@ export interface JournalOpenOptions {
    * path-free first line and time `stats().writer_thread.error` then carries. A throw from it is ignored.
    */
   readonly onWriterThreadStartFailure?: (failure: WriterThreadStartFailure) => void;
+  /**
+   * Told when a session read from the table at open is refuted by its own sealed events (getSession): the row says
+   * `row_status` (null: the log has no such session, or it does not fold: `folds` false) where the events say
+   * `status`. Evidence that another process edited the table while no broker ran; the events decide. A throw is ignored.
+   */
+  readonly onSessionRowRefuted?: (report: SessionRowRefuted) => void;
+}
+
+/** What onSessionRowRefuted is told (ids and statuses only). */
+export interface SessionRowRefuted {
+  readonly session_id: string;
+  readonly row_status: SessionState['status'] | null;
+  readonly status: SessionState['status'] | null;
+  /** false: its events opened but do not fold (an inserted row that does not authenticate, a refused fold). */
+  readonly folds: boolean;
 }
 
 /** `closing`: close() began; new appends are refused, and what was accepted before still commits and is answered. */
@@ -434,6 +451,11 @@ export class Journal implements BesideWriter {
   private threadStartFailure: unknown = undefined;
   private threadStartFailedAtMs = 0;
   private readonly onThreadStartFailure: JournalOpenOptions['onWriterThreadStartFailure'];
+  private readonly onSessionRowRefuted: JournalOpenOptions['onSessionRowRefuted'];
+  /** Earlier-run sessions whose events do not fold: told once each. */
+  private readonly unfoldableSessions = new Set<string>();
+  /** Earlier-run sessions whose events did not open (the vault locked): not tried again until the vault unlocks. */
+  private readonly sessionsLockedOut = new Set<string>();
   /** The thread committed last: the loop's sealer goes back to the committed head before it seals again. */
   private threadWroteLast = false;
   /** The loop committed since the thread last did: the next batch posted names the head it extends. */
@@ -457,6 +479,11 @@ export class Journal implements BesideWriter {
   private readonly stateCache = new StateCache();
   /** Every session, loaded as the journal opens and moved by its commits: sessions are never read from the table again. */
   private readonly sessionBook: SessionBook;
+  /** What a commit folds a session event over: an earlier run's session confirmed from its events where they open. */
+  private readonly sessionsForCommit = {
+    get: (id: string) => this.bookedSession(id),
+    isUnconfirmed: (id: string) => this.sessionBook.isUnconfirmed(id),
+  };
   /** Idempotency-key bindings within retention, read at open and moved only by this journal's commits. */
   private readonly keyBook: IdempotencyBook;
   /** Loaded by the first lane read (a journal no dispatcher reads never scans for it), then moved by every commit. */
@@ -484,6 +511,7 @@ export class Journal implements BesideWriter {
     );
     this.busyTimeoutMs = positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs');
     this.onThreadStartFailure = options.onWriterThreadStartFailure;
+    this.onSessionRowRefuted = options.onSessionRowRefuted;
     this.busyHandler = {
       off: db.prepare('PRAGMA busy_timeout = 0'),
       on: db.prepare(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`),
@@ -893,9 +921,83 @@ export class Journal implements BesideWriter {
     return () => this.commitListeners.delete(listener);
   }
 
+  /**
+   * A session as this journal knows it. One read from the table at open (an earlier run's) is confirmed by folding its
+   * own sealed events the first time it is asked for while they can be opened, and from then on is that fold: a row
+   * edited while no broker ran (THREAT-MODEL 3: a pending session set to approved, one inserted for the agent's child)
+   * is then replaced by what the log says, or forgotten where the log has no such session. While they cannot be
+   * opened (the vault locked) it is the row, and `sessionConfirmed` says so.
+   */
   getSession(sessionId: string): SessionState | undefined {
     this.requireReadable();
+    return this.bookedSession(sessionId);
+  }
+
+  /** getSession without the state check: also what a commit folds a session event over (CommitOverlay). */
+  private bookedSession(sessionId: string): SessionState | undefined {
+    this.tryConfirmSession(sessionId);
     return this.sessionBook.get(sessionId);
+  }
+
+  /** confirmSession where the session is unconfirmed and its events were not found locked since the last unlock. */
+  private tryConfirmSession(sessionId: string): void {
+    if (this.sessionBook.isUnconfirmed(sessionId) && !this.sessionsLockedOut.has(sessionId))
+      this.confirmSession(sessionId);
+  }
+
+  /**
+   * Whether the session's state is this journal's own (written in this run, or an earlier run's confirmed from its
+   * sealed events): what an approval is acted on only when (ApprovalQueue). Confirms it first where it can.
+   */
+  sessionConfirmed(sessionId: string): boolean {
+    this.requireReadable();
+    this.tryConfirmSession(sessionId);
+    return !this.sessionBook.isUnconfirmed(sessionId);
+  }
+
+  /**
+   * Folds an earlier run's session from its sealed events into the book. Its events cannot be opened while the vault
+   * is locked (AUDIT_KEY_UNAVAILABLE): it stays unconfirmed, to be tried at the next ask. Events that open but do not
+   * fold (a row inserted that does not authenticate, a fold refused) leave it unconfirmed for good: logged.
+   */
+  private confirmSession(sessionId: string): void {
+    let folded: SessionState | undefined;
+    try {
+      folded = projectSessions(this.allSubjectEvents(sessionId)).get(sessionId);
+    } catch (error) {
+      if (error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE') {
+        this.sessionsLockedOut.add(sessionId);
+        return;
+      }
+      if (!this.unfoldableSessions.has(sessionId)) {
+        this.unfoldableSessions.add(sessionId);
+        const row = this.sessionBook.get(sessionId);
+        this.tellSessionRowRefuted({
+          session_id: sessionId,
+          row_status: row?.status ?? null,
+          status: null,
+          folds: false,
+        });
+      }
+      return;
+    }
+    const row = this.sessionBook.get(sessionId);
+    if (folded === undefined || row === undefined || !isDeepStrictEqual(row, folded))
+      this.tellSessionRowRefuted({
+        session_id: sessionId,
+        row_status: row?.status ?? null,
+        status: folded?.status ?? null,
+        folds: true,
+      });
+    this.sessionBook.confirmed(sessionId, folded);
+  }
+
+  private tellSessionRowRefuted(report: SessionRowRefuted): void {
+    try {
+      this.onSessionRowRefuted?.(report);
+    } catch {
+      // The caller's logging is not the journal's concern.
+    }
   }
 
   /**
@@ -925,9 +1027,12 @@ export class Journal implements BesideWriter {
   listCountedSessions(): CountedSession[] {
     this.requireCurrent();
     // The figures are the table's; each session is this journal's own (SessionBook), and a row it never wrote is not shown.
-    // The newest endedSessionsKept rows are all held (the book lets only older ended ones go).
+    // The newest endedSessionsKept rows are all held (the book lets only older ended ones go). An earlier run's session
+    // not ended is shown as its events say where they open (a row forged to approved is not shown approved).
     return this.store.listCountedSessions(endedSessionsKept).flatMap((row) => {
-      const session = this.sessionBook.held(row.session.session_id);
+      const id = row.session.session_id;
+      if (this.sessionBook.held(id)?.ended_at_ms === null) this.tryConfirmSession(id);
+      const session = this.sessionBook.held(id);
       return session === undefined ? [] : [{ ...row, session }];
     });
   }
@@ -940,6 +1045,9 @@ export class Journal implements BesideWriter {
   /** The session of a live process, if one was recorded (pid + kernel start time). */
   findSessionByProcess(pid: number, startTime: string): SessionState | undefined {
     this.requireReadable();
+    const found = this.sessionBook.findByProcess(pid, startTime);
+    if (found === undefined || !this.sessionBook.isUnconfirmed(found.session_id)) return found;
+    this.tryConfirmSession(found.session_id);
     return this.sessionBook.findByProcess(pid, startTime);
   }
 
@@ -1721,7 +1829,7 @@ export class Journal implements BesideWriter {
     const overlay = new CommitOverlay(
       this.store,
       this.stateCache,
-      this.sessionBook,
+      this.sessionsForCommit,
       this.keyBook,
       (id) => this.laneTickets?.stateOf(id),
       (id) => this.sealedStateForCommit(id),
@@ -1835,6 +1943,8 @@ export class Journal implements BesideWriter {
       this.stateCache.committed(overlay.written());
       if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
       this.sessionBook.committed(overlay.writtenSessions());
+      // Folded over a row no fold of the events had confirmed (even if one did meanwhile): confirmed again at the next ask.
+      for (const id of overlay.sessionsFoldedOverRows()) this.sessionBook.unconfirm(id);
       this.keyBook.committed(overlay.writtenKeys());
       this.commits += 1;
       this.eventCount += ack.appended;
@@ -1928,6 +2038,8 @@ export class Journal implements BesideWriter {
   attachVault(vault: AuditVault): void {
     this.unsubscribe.push(
       vault.onUnlock(() => this.auditWrite(() => this.audit.unlocked(vault))),
+      // Earlier-run sessions whose events did not open are confirmed at their next ask.
+      vault.onUnlock(() => this.sessionsLockedOut.clear()),
       vault.onLock(() => this.auditWrite(() => this.audit.locked())),
     );
     if (vault.state() === 'unlocked') this.auditWrite(() => this.audit.unlocked(vault));

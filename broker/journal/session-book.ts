@@ -42,13 +42,42 @@ export class SessionBook {
   private readonly unended = new Map<string, SessionState>();
   /** Sessions ended with their process (status `ended`): the ones the book lets go, oldest first, past `endedKept`. */
   private readonly endedWithProcess = new Map<string, SessionState>();
+  /**
+   * Sessions read from the table at open whose state no fold of their sealed events has confirmed yet in this run
+   * (Journal.getSession confirms one when its events can be opened). A row edited while no broker ran is read as it is
+   * at open; until confirmed, an approval it says is not acted on (ApprovalQueue: the call gets a card).
+   */
+  private readonly unconfirmed = new Set<string>();
   private readonly endedKept: number;
   private readonly storedRow: (sessionId: string) => SessionState | undefined;
 
   constructor(loaded: Iterable<SessionState>, options: SessionBookOptions = {}) {
     this.endedKept = options.endedKept ?? endedSessionsKept;
     this.storedRow = options.storedRow ?? (() => undefined);
-    this.committed(Array.from(loaded, (s) => [s.session_id, s] as const));
+    const rows = Array.from(loaded, (s) => [s.session_id, s] as const);
+    for (const [id] of rows) this.unconfirmed.add(id);
+    this.committed(rows);
+  }
+
+  /** Whether this session was read from the table at open and its sealed events have not confirmed it yet. */
+  isUnconfirmed(sessionId: string): boolean {
+    return this.unconfirmed.has(sessionId);
+  }
+
+  /** A session written over its unconfirmed row (a commit planned before the row was confirmed): unconfirmed again. */
+  unconfirm(sessionId: string): void {
+    if (this.byId.has(sessionId)) this.unconfirmed.add(sessionId);
+  }
+
+  /**
+   * The fold of an unconfirmed session's sealed events: it replaces the row read at open, whatever that said; none
+   * (no event of it in the log: a row another process inserted) forgets the session.
+   */
+  confirmed(sessionId: string, folded: SessionState | undefined): void {
+    this.unconfirmed.delete(sessionId);
+    const held = this.byId.get(sessionId);
+    if (held !== undefined) this.forget(held);
+    if (folded !== undefined) this.committed([[sessionId, folded]]);
   }
 
   /** A session this journal wrote, as it holds it; one it let go (or never wrote) is undefined. */
@@ -116,11 +145,18 @@ export class SessionBook {
   private letGoOldestEnded(): void {
     const oldestFirst = [...this.endedWithProcess.values()].sort((a, b) => a.first_seq - b.first_seq);
     for (const session of oldestFirst.slice(0, oldestFirst.length - this.endedKept)) {
-      this.endedWithProcess.delete(session.session_id);
-      this.byId.delete(session.session_id);
-      const key = processKey(session.pid, session.start_time);
-      if (this.byProcess.get(key)?.session_id === session.session_id) this.byProcess.delete(key);
+      this.forget(session);
+      this.unconfirmed.delete(session.session_id);
     }
+  }
+
+  private forget(session: SessionState): void {
+    const id = session.session_id;
+    this.byId.delete(id);
+    this.unended.delete(id);
+    this.endedWithProcess.delete(id);
+    const key = processKey(session.pid, session.start_time);
+    if (this.byProcess.get(key)?.session_id === id) this.byProcess.delete(key);
   }
 }
 

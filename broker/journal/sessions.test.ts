@@ -347,3 +347,91 @@ function readNewestSessions(reader: Database.Database, limit: number): Array<{ s
     }>
   ).reverse();
 }
+
+describe('when another process edits the sessions table while no broker runs (THREAT-MODEL 3)', () => {
+  it('an earlier run’s session is confirmed from its sealed events once they open: the row decides nothing until then', async () => {
+    const t = await temp();
+    await t.journal.appendSession(sessionStartedEvent('ses_offline_own', 7100));
+    await t.journal.appendSession(sessionStartedEvent('ses_offline_ok', 7400));
+    await t.journal.appendSession({
+      kind: 'SESSION_APPROVED',
+      action_id: 'ses_offline_ok',
+      payload: { actor: person },
+    });
+    await t.journal.close();
+    // While no broker runs: the agent's own pending session set to approved, and an approved session inserted for its
+    // child, both in the shape the journal writes.
+    const file = new Database(t.path, { timeout: 5_000 });
+    try {
+      const own = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get('ses_offline_own') as {
+        state: string;
+      };
+      const approved = { ...JSON.parse(own.state), status: 'approved', approved_by: 'person:ann' };
+      file
+        .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
+        .run('approved', JSON.stringify(approved), 'ses_offline_own');
+      const child = { ...approved, session_id: 'ses_offline_child', pid: 7200, start_time: '720000' };
+      file
+        .prepare(
+          'INSERT INTO sessions (session_id, status, pid, start_time, first_seq, last_seq, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run('ses_offline_child', 'approved', 7200, '720000', 1, 1, JSON.stringify(child));
+    } finally {
+      file.close();
+    }
+
+    // The broker starts locked: the earlier run's events do not open, so no session of it is confirmed.
+    t.vault.lock();
+    const refuted: unknown[] = [];
+    const reopened = await Journal.open({
+      path: t.path,
+      clock: t.clock,
+      vault: t.vault,
+      onSessionRowRefuted: (report) => refuted.push(report),
+    });
+    try {
+      expect(reopened.getSession('ses_offline_own')?.status).toBe('approved');
+      expect(reopened.sessionConfirmed('ses_offline_own')).toBe(false);
+      expect(reopened.sessionConfirmed('ses_offline_ok')).toBe(false);
+      // A row with no event in the log at all needs no key to refute: forgotten at its first ask.
+      expect(reopened.findSessionByProcess(7200, '720000')).toBeUndefined();
+      expect(reopened.getSession('ses_offline_child')).toBeUndefined();
+      expect(refuted).toEqual([{ session_id: 'ses_offline_child', row_status: 'approved', status: null, folds: true }]);
+      // A reconnection while locked folds over the row it has: still not confirmed once written.
+      await reopened.appendSession({
+        kind: 'SESSION_RECONNECTED',
+        action_id: 'ses_offline_own',
+        payload: { client_name: 'claude', client_version: '1' },
+      });
+      expect(reopened.sessionConfirmed('ses_offline_own')).toBe(false);
+      expect(refuted).toHaveLength(1);
+
+      // The person unlocks: each is what its events say at the next ask.
+      t.vault.unlock();
+      expect(reopened.getSession('ses_offline_own')).toMatchObject({
+        status: 'pending',
+        approved_by: null,
+        reconnects: 1,
+      });
+      expect(reopened.sessionConfirmed('ses_offline_own')).toBe(true);
+      expect(reopened.listCountedSessions().map((c) => [c.session.session_id, c.session.status])).toEqual([
+        ['ses_offline_own', 'pending'],
+        ['ses_offline_ok', 'approved'],
+      ]);
+      expect(reopened.sessionConfirmed('ses_offline_ok')).toBe(true);
+      expect(reopened.getSession('ses_offline_ok')).toMatchObject({ status: 'approved', approved_by: 'person:ann' });
+      expect(refuted.slice(1)).toEqual([
+        { session_id: 'ses_offline_own', row_status: 'approved', status: 'pending', folds: true },
+      ]);
+      // A person's approval of the confirmed pending session folds over what the events say.
+      const approvedNow = await reopened.appendSession({
+        kind: 'SESSION_APPROVED',
+        action_id: 'ses_offline_own',
+        payload: { actor: person },
+      });
+      expect(approvedNow.session).toMatchObject({ status: 'approved', approved_by: 'person:ann', reconnects: 1 });
+    } finally {
+      await reopened.close();
+    }
+  });
+});

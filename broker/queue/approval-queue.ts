@@ -101,6 +101,8 @@ interface Waiter {
  */
 export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private readonly journal: Journal;
+  /** Sessions whose unconfirmed approval was logged (once each). */
+  private readonly unconfirmedTold = new Set<string>();
   private readonly clock: Clock;
   private readonly config: PosternConfig;
   private readonly timers: QueueTimers;
@@ -603,6 +605,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (
       state.approval === 'session' &&
       session?.status === 'approved' &&
+      this.approvalConfirmed(session, state) &&
       this.grantValid(session) &&
       this.sameProcess(session, state)
     ) {
@@ -645,6 +648,23 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.logger?.warn(
       { action_id: state.action_id, session_id: session.session_id },
       "the session's process no longer runs the program that was approved: the call gets a card",
+    );
+    return false;
+  }
+
+  /**
+   * A session's approval is acted on only where the journal's own record says it: a session an earlier run wrote is
+   * read from its table row at open, which another process may have edited while no broker ran (THREAT-MODEL 3), until
+   * its sealed events confirm it, which needs the vault unlocked (Journal.sessionConfirmed). Until then each call
+   * gets a card.
+   */
+  private approvalConfirmed(session: SessionState, state: ActionState): boolean {
+    if (this.journal.sessionConfirmed(session.session_id)) return true;
+    if (this.unconfirmedTold.has(session.session_id)) return false;
+    this.unconfirmedTold.add(session.session_id);
+    this.logger?.warn(
+      { action_id: state.action_id, session_id: session.session_id },
+      "the session's approval is an earlier run's, not yet confirmed from its events (the vault locked): its calls get cards until it is",
     );
     return false;
   }

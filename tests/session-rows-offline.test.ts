@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { journalFileName } from '../broker/journal/journal-file-name.js';
+import { DrillAgent, type ToolReply } from './support/drill-agent.js';
+import { closeDrill, drillPassphrase, op, openDrill, waitFor, type Drill } from './support/drill.js';
+import { startDaemon } from './support/postern-process.js';
+
+/**
+ * THREAT-MODEL 3 against the sessions table at rest: the agent stops the broker (or waits for the person to), sets its
+ * own pending session's row to approved in the journal file, and lets the broker start again. The sessions in memory
+ * are read from that table once, at start; until this fix a row edited while no broker ran was believed, so once the
+ * person unlocked the vault every call the agent made on a session-approval route went out approved by "its session",
+ * an approval no person gave. Now an earlier run's session is confirmed from its own sealed events before its approval
+ * is acted on (Journal.getSession, ApprovalQueue): the forged one is pending again and its call waits for a card,
+ * while the session a person did approve goes on without one.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'psrows-'));
+let drill: Drill | undefined;
+let agent: DrillAgent | undefined;
+afterAll(async () => {
+  await agent?.stop();
+  await closeDrill(drill);
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const sessionRoute = [
+  '  - name: sess',
+  '    base_url: http://127.0.0.1:{port}',
+  '    credential: drill-token',
+  '    injection: bearer',
+  '    approval: session',
+  '    methods: [POST]',
+  '    lanes:',
+  "      - { methods: ['*'], path: '/docs/{doc}', lane: 'sess-{doc}' }",
+];
+
+const postSess = (who: DrillAgent, marker: string): Promise<{ reply?: ToolReply; error?: string }> =>
+  who
+    .call('http_request', {
+      route: 'sess',
+      method: 'POST',
+      path: `/docs/${marker}`,
+      body: JSON.stringify({ marker }),
+      timeout_ms: 60_000,
+    })
+    .reply.then(
+      (reply) => ({ reply }),
+      (error: unknown) => ({ error: String(error) }),
+    );
+
+describe('when the agent sets its pending session to approved in the journal file while no broker runs', () => {
+  it('the restarted broker approves nothing by it: its call waits for a card; a session a person approved goes on', async () => {
+    drill = await openDrill(scratch, 'offline-rows', 120, sessionRoute);
+    const { dataDir } = drill;
+    agent = await DrillAgent.start(dataDir, 'offline-rows-agent');
+    const listed = await waitFor(
+      () => op(dataDir, 'sessions.list', {}),
+      (r) => r.sessions.some((s) => s.status === 'pending' && s.connected),
+      "the agent's pending session",
+    );
+    const forged = listed.sessions.find((s) => s.status === 'pending')?.session_id ?? '';
+    await drill.daemon.process.stop('SIGTERM');
+
+    // The agent's own connection to the journal file, while no broker holds it.
+    const file = new Database(path.join(dataDir, journalFileName), { timeout: 5_000 });
+    try {
+      const row = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get(forged) as { state: string };
+      const approved = {
+        ...JSON.parse(row.state),
+        status: 'approved',
+        approved_by: 'person:ann (cli, passphrase on tty)',
+      };
+      file
+        .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
+        .run('approved', JSON.stringify(approved), forged);
+    } finally {
+      file.close();
+    }
+
+    // The person starts the broker again and unlocks the vault; both agents reconnect through their shims.
+    drill.daemon = await startDaemon(dataDir, { person: { passphrase: drillPassphrase } });
+    const waiting = postSess(agent, 'FORGED');
+    // Its call waits for the session's approval, as a pending session's does: a person's card, not "approved by session".
+    const { cards } = await waitFor(
+      () => op(dataDir, 'approvals.list', {}),
+      (r) => r.cards.some((c) => c.session?.session_id === forged),
+      "the forged session's call, waiting for a person",
+    );
+    const card = cards.find((c) => c.session?.session_id === forged);
+    expect(card).toMatchObject({ state: 'awaiting_session', session: { status: 'pending' } });
+    expect(drill.log.markers()).not.toContain('FORGED');
+    // The person's own approval of p1's session, from the earlier run, still holds.
+    const approvedCall = await postSess(drill.p1, 'APPROVED');
+    expect(approvedCall.reply?.structuredContent).toMatchObject({ effect: 'succeeded' });
+    expect(drill.log.markers()).toEqual(['APPROVED']);
+    // The journal's copy of the forged session is what its events say, and the daemon said why.
+    const sessions = await op(dataDir, 'sessions.list', {});
+    expect(sessions.sessions.find((s) => s.session_id === forged)?.status).toBe('pending');
+    expect(drill.daemon.process.stderr).toContain("differs from the session's own events");
+
+    await op(dataDir, 'approvals.reject', { ticket: card?.ticket ?? 0, reason: 'not approved' });
+    const refused = await waiting;
+    expect(refused.reply?.structuredContent).toMatchObject({
+      effect: 'no_effect',
+      error: { code: 'APPROVAL_DENIED', outcome: 'not_attempted' },
+    });
+    expect(drill.log.markers()).toEqual(['APPROVED']);
+  }, 120_000);
+});
