@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { journalFileName } from '../broker/journal/journal-file-name.js';
 import { DrillAgent, type ToolReply } from './support/drill-agent.js';
 import { closeDrill, drillPassphrase, op, openDrill, waitFor, type Drill } from './support/drill.js';
+import { unlockAsPerson } from './support/person-decision.js';
 import { startDaemon } from './support/postern-process.js';
 
 /**
@@ -80,25 +81,29 @@ describe('when the agent sets its pending session to approved in the journal fil
       file.close();
     }
 
-    // The person starts the broker again and unlocks the vault; both agents reconnect through their shims.
-    drill.daemon = await startDaemon(dataDir, { person: { passphrase: drillPassphrase } });
+    // The broker starts again, locked (as after a reboot, before the person unlocks); the agents reconnect through
+    // their shims. The forged session's events cannot be opened yet: its row is all there is, and its approval is not
+    // acted on. The call gets a person's card, and nothing is sent.
+    drill.daemon = await startDaemon(dataDir);
     const waiting = postSess(agent, 'FORGED');
-    // Its call waits for the session's approval, as a pending session's does: a person's card, not "approved by session".
     const { cards } = await waitFor(
       () => op(dataDir, 'approvals.list', {}),
       (r) => r.cards.some((c) => c.session?.session_id === forged),
       "the forged session's call, waiting for a person",
     );
     const card = cards.find((c) => c.session?.session_id === forged);
-    expect(card).toMatchObject({ state: 'awaiting_session', session: { status: 'pending' } });
+    expect(card).toMatchObject({ state: 'pending', session: { session_id: forged } });
     expect(drill.log.markers()).not.toContain('FORGED');
+
+    // The person unlocks: the session is what its events say, pending.
+    await unlockAsPerson(dataDir, drillPassphrase);
+    const sessionsNow = await op(dataDir, 'sessions.list', {});
+    expect(sessionsNow.sessions.find((s) => s.session_id === forged)?.status).toBe('pending');
     // The person's own approval of p1's session, from the earlier run, still holds.
     const approvedCall = await postSess(drill.p1, 'APPROVED');
     expect(approvedCall.reply?.structuredContent).toMatchObject({ effect: 'succeeded' });
     expect(drill.log.markers()).toEqual(['APPROVED']);
-    // The journal's copy of the forged session is what its events say, and the daemon said why.
-    const sessions = await op(dataDir, 'sessions.list', {});
-    expect(sessions.sessions.find((s) => s.session_id === forged)?.status).toBe('pending');
+    // The daemon said why.
     expect(drill.daemon.process.stderr).toContain("differs from the session's own events");
 
     await op(dataDir, 'approvals.reject', { ticket: card?.ticket ?? 0, reason: 'not approved' });

@@ -230,8 +230,12 @@ async function listUpstreamTools(deps: AgentBackendDeps, upstreams: McpUpstreams
 /** Ends the sessions whose process is gone, cancelling their undispatched tickets; returns how many. */
 async function sweepSessions(deps: AgentBackendDeps, reason: 'process_exited' | 'broker_found_gone'): Promise<number> {
   let ended = 0;
-  for (const s of deps.journal.unendedSessions()) {
-    if (s.ended_at_ms !== null || deps.processAlive(s.pid, s.start_time)) continue;
+  for (const listed of deps.journal.unendedSessions()) {
+    // An earlier run's session is judged by the process its events name, not its row (whose pid another process may
+    // have moved to a dead one, to have a live session ended); while they cannot be opened it is left for later.
+    if (!deps.journal.sessionConfirmed(listed.session_id)) continue;
+    const s = deps.journal.getSession(listed.session_id);
+    if (s === undefined || s.ended_at_ms !== null || deps.processAlive(s.pid, s.start_time)) continue;
     await deps.queue.endSession(s.session_id, reason);
     ended += 1;
   }
@@ -325,8 +329,13 @@ function sessionApprover(deps: AgentBackendDeps, entry: AllowlistEntry | undefin
 }
 
 /** A pending session reconnecting after a restart: the allowlist has not seen its process in this run yet. */
-async function approveByAllowlist(deps: AgentBackendDeps, session: SessionState): Promise<void> {
+async function approveByAllowlist(deps: AgentBackendDeps, reconnected: SessionState): Promise<void> {
   if (deps.config.agents.session_approval === 'observe') return;
+  // An earlier run's session whose record its events have not confirmed (the vault locked): its row may have been
+  // edited while no broker ran (a withheld mark cleared, its pid moved), so the allowlist does not act on it.
+  if (!deps.journal.sessionApprovalUsable(reconnected.session_id)) return;
+  const session = deps.journal.getSession(reconnected.session_id);
+  if (session?.status !== 'pending') return;
   // Withheld when it opened (a tracer, an injection variable): whatever ran then may still run, however clean the
   // process reads now (a tracer detached, an environment block rewritten). Only a person approves it.
   if (session.allowlist_withheld !== null) return;

@@ -230,7 +230,6 @@ export class JournalStore implements AuditStore {
     unrecordedIds: () => Statement<[], { action_id: string }>;
     upsertAction: () => Statement<unknown[]>;
     listSessions: () => Statement<[{ statuses: string | null; limit: number }], { state: string }>;
-    loadSession: () => Statement<[string], { state: string }>;
     upsertSession: () => Statement<[Record<string, unknown>]>;
     unresolvedLaneStates: () => Statement<[], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
@@ -309,7 +308,6 @@ export class JournalStore implements AuditStore {
         FROM actions WHERE action_id = ?`,
       ),
       listSessions: lazy(db, listSessionsSql),
-      loadSession: lazy(db, `SELECT state FROM sessions WHERE session_id = ?`),
       upsertSession: lazy(
         db,
         `
@@ -490,12 +488,6 @@ export class JournalStore implements AuditStore {
       )
       .all(endedKept) as Array<{ state: string }>;
     return rows.map((row) => upgradeSessionState(row.state));
-  }
-
-  /** One session's row: what the SessionBook asks for a session it let go (ended long ago), never for a live one. */
-  loadSession(sessionId: string): SessionState | undefined {
-    const row = this.sql.loadSession().get(sessionId);
-    return row === undefined ? undefined : upgradeSessionState(row.state);
   }
 
   /** The newest `limit` sessions (of `statuses` when given), oldest first (read newest first, then reversed). */

@@ -1,7 +1,6 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { isDeepStrictEqual } from 'node:util';
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../ports/open-database.js';
 import {
@@ -452,8 +451,12 @@ export class Journal implements BesideWriter {
   private threadStartFailedAtMs = 0;
   private readonly onThreadStartFailure: JournalOpenOptions['onWriterThreadStartFailure'];
   private readonly onSessionRowRefuted: JournalOpenOptions['onSessionRowRefuted'];
-  /** Earlier-run sessions whose events do not fold: told once each. */
-  private readonly unfoldableSessions = new Set<string>();
+  /** Earlier-run sessions left unconfirmed for the rest of the run: their events do not fold. Told once each. */
+  private readonly sessionsRefutedForGood = new Set<string>();
+  /** Earlier-run sessions whose row named another process than their events: approvals not acted on in this run. */
+  private readonly sessionApprovalsRefused = new Set<string>();
+  /** Ended sessions the book does not hold, as their events fold (sessionFromLog), at most endedFromLogKept. */
+  private readonly endedFromLog = new Map<string, SessionState>();
   /** Earlier-run sessions whose events did not open (the vault locked): not tried again until the vault unlocks. */
   private readonly sessionsLockedOut = new Set<string>();
   /** The thread committed last: the loop's sealer goes back to the committed head before it seals again. */
@@ -520,7 +523,7 @@ export class Journal implements BesideWriter {
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
     this.sessionBook = new SessionBook(this.store.openingSessions(endedSessionsKept), {
-      storedRow: (id) => this.store.loadSession(id),
+      fromLog: (id) => this.sessionFromLog(id),
     });
     this.keyBook = new IdempotencyBook(this.store.idempotencyKeysExpiringAfter(liveBindingsFromMs(clock.nowMs())), () =>
       clock.nowMs(),
@@ -939,10 +942,38 @@ export class Journal implements BesideWriter {
     return this.sessionBook.get(sessionId);
   }
 
-  /** confirmSession where the session is unconfirmed and its events were not found locked since the last unlock. */
+  /**
+   * confirmSession where the session is unconfirmed, its events were not found locked since the last unlock, and they
+   * were not found not to fold in this run.
+   */
   private tryConfirmSession(sessionId: string): void {
-    if (this.sessionBook.isUnconfirmed(sessionId) && !this.sessionsLockedOut.has(sessionId))
+    if (
+      this.sessionBook.isUnconfirmed(sessionId) &&
+      !this.sessionsLockedOut.has(sessionId) &&
+      !this.sessionsRefutedForGood.has(sessionId)
+    )
       this.confirmSession(sessionId);
+  }
+
+  /**
+   * A session the book does not hold (let go once ended, or never read at open): the fold of its own sealed events,
+   * never its row; undefined while they cannot be opened or do not fold. An ended one's fold is kept (it cannot move).
+   */
+  private sessionFromLog(sessionId: string): SessionState | undefined {
+    const kept = this.endedFromLog.get(sessionId);
+    if (kept !== undefined) return kept;
+    let folded: SessionState | undefined;
+    try {
+      folded = projectSessions(this.allSubjectEvents(sessionId)).get(sessionId);
+    } catch {
+      return undefined;
+    }
+    if (folded?.ended_at_ms !== null && folded !== undefined) {
+      if (this.endedFromLog.size >= endedFromLogKept)
+        this.endedFromLog.delete(this.endedFromLog.keys().next().value ?? '');
+      this.endedFromLog.set(sessionId, folded);
+    }
+    return folded;
   }
 
   /**
@@ -953,6 +984,16 @@ export class Journal implements BesideWriter {
     this.requireReadable();
     this.tryConfirmSession(sessionId);
     return !this.sessionBook.isUnconfirmed(sessionId);
+  }
+
+  /**
+   * Whether an approval the session's record holds may be acted on (ApprovalQueue, the process allowlist): its record
+   * is confirmed, and its row at open named the session's own process. One whose row named another process may have
+   * bound that process's connection to it while locked (a connection is bound once, at its initialize), so none of
+   * its approvals is acted on in this run: its calls get cards.
+   */
+  sessionApprovalUsable(sessionId: string): boolean {
+    return this.sessionConfirmed(sessionId) && !this.sessionApprovalsRefused.has(sessionId);
   }
 
   /**
@@ -969,20 +1010,19 @@ export class Journal implements BesideWriter {
         this.sessionsLockedOut.add(sessionId);
         return;
       }
-      if (!this.unfoldableSessions.has(sessionId)) {
-        this.unfoldableSessions.add(sessionId);
-        const row = this.sessionBook.get(sessionId);
-        this.tellSessionRowRefuted({
-          session_id: sessionId,
-          row_status: row?.status ?? null,
-          status: null,
-          folds: false,
-        });
-      }
+      // Unconfirmed for the rest of the run: tried again at every ask, a fold of thousands of events would hold the loop.
+      this.sessionsRefutedForGood.add(sessionId);
+      const row = this.sessionBook.get(sessionId);
+      this.tellSessionRowRefuted({
+        session_id: sessionId,
+        row_status: row?.status ?? null,
+        status: null,
+        folds: false,
+      });
       return;
     }
     const row = this.sessionBook.get(sessionId);
-    if (folded === undefined || row === undefined || !isDeepStrictEqual(row, folded))
+    if (folded === undefined || row === undefined || !sameSessionRecord(row, folded))
       this.tellSessionRowRefuted({
         session_id: sessionId,
         row_status: row?.status ?? null,
@@ -990,6 +1030,10 @@ export class Journal implements BesideWriter {
         folds: true,
       });
     this.sessionBook.confirmed(sessionId, folded);
+    // The row named another process than the session's own: a process may have been found by it (a reconnection while
+    // locked binds the connection to the session for good), so its approval is not acted on in this run at all.
+    if (row !== undefined && folded !== undefined && (row.pid !== folded.pid || row.start_time !== folded.start_time))
+      this.sessionApprovalsRefused.add(sessionId);
   }
 
   private tellSessionRowRefuted(report: SessionRowRefuted): void {
@@ -2037,9 +2081,11 @@ export class Journal implements BesideWriter {
    */
   attachVault(vault: AuditVault): void {
     this.unsubscribe.push(
-      vault.onUnlock(() => this.auditWrite(() => this.audit.unlocked(vault))),
-      // Earlier-run sessions whose events did not open are confirmed at their next ask.
-      vault.onUnlock(() => this.sessionsLockedOut.clear()),
+      vault.onUnlock(() => {
+        this.auditWrite(() => this.audit.unlocked(vault));
+        // Earlier-run sessions whose events did not open are confirmed at their next ask.
+        this.sessionsLockedOut.clear();
+      }),
       vault.onLock(() => this.auditWrite(() => this.audit.locked())),
     );
     if (vault.state() === 'unlocked') this.auditWrite(() => this.audit.unlocked(vault));
@@ -2199,4 +2245,22 @@ function startFailureOf(cause: unknown): { code: string; detail: string } {
 function positive(value: number, name: string): number {
   if (!Number.isInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got ${value}`);
   return value;
+}
+
+/** Ended sessions the journal keeps as their events fold, for asks about sessions its book let go. */
+const endedFromLogKept = 256;
+
+/** Whether a session's row says what its events say, in every field a decision or a person reads. */
+function sameSessionRecord(row: SessionState, folded: SessionState): boolean {
+  return (
+    row.status === folded.status &&
+    row.pid === folded.pid &&
+    row.start_time === folded.start_time &&
+    row.exe === folded.exe &&
+    row.approved_by === folded.approved_by &&
+    row.revoked_by === folded.revoked_by &&
+    row.allowlist_withheld === folded.allowlist_withheld &&
+    row.ended_at_ms === folded.ended_at_ms &&
+    row.updated_at_ms === folded.updated_at_ms
+  );
 }

@@ -36,7 +36,7 @@ const write = (book: SessionBook, s: SessionState) => book.committed([[s.session
 describe('SessionBook when an agent starts processes by the thousand, each connecting and exiting (THREAT-MODEL 4)', () => {
   it('holds a bounded number of ended sessions, every unended and revoked one, and lists what an unbounded book lists', () => {
     const rows = new Map<string, SessionState>();
-    const book = new SessionBook([], { endedKept: 100, storedRow: (id) => rows.get(id) });
+    const book = new SessionBook([], { endedKept: 100, fromLog: (id) => rows.get(id) });
     const all = new Map<string, SessionState>();
     const put = (s: SessionState) => {
       rows.set(s.session_id, s);
@@ -82,36 +82,34 @@ describe('SessionBook when an agent starts processes by the thousand, each conne
     expect(book.held('ses_1')).toBeUndefined();
   });
 
-  it('believes a let-go session’s row only where it says the session ended', () => {
-    const rows = new Map<string, SessionState>();
-    let throwing = false;
+  it('answers a session it does not hold from the log’s fold it is given, and unknown where that fails', () => {
+    const log = new Map<string, SessionState>();
+    let locked = false;
+    const asked: string[] = [];
     const book = new SessionBook([], {
       endedKept: 4,
-      storedRow: (id) => {
-        if (throwing) throw new SyntaxError('Unexpected token in JSON');
-        return rows.get(id);
+      fromLog: (id) => {
+        asked.push(id);
+        if (locked) throw new Error('AUDIT_KEY_UNAVAILABLE');
+        return log.get(id);
       },
     });
     for (let n = 1; n <= 20; n++) {
-      rows.set(`ses_${n}`, session(n, 'ended'));
+      log.set(`ses_${n}`, session(n, 'ended'));
       write(book, session(n, 'ended'));
     }
     expect(book.held('ses_2')).toBeUndefined();
-    expect(book.get('ses_2')?.status).toBe('ended');
-    // Another process edits the let-go session's row: approved, or not ended, or another session's.
-    rows.set('ses_2', { ...session(2, 'approved'), ended_at_ms: null });
-    expect(book.get('ses_2')).toBeUndefined();
-    rows.set('ses_2', { ...session(2, 'ended'), ended_at_ms: null });
-    expect(book.get('ses_2')).toBeUndefined();
-    rows.set('ses_2', session(3, 'ended'));
-    expect(book.get('ses_2')).toBeUndefined();
-    // A row it never wrote says nothing either way unless it says ended; a row that does not parse is unknown.
-    rows.set('ses_99', session(99, 'approved'));
-    expect(book.get('ses_99')).toBeUndefined();
-    throwing = true;
+    expect(book.get('ses_2')).toEqual(session(2, 'ended'));
+    // One never written (or never read at open) is what the log says, whatever that is; nothing there: unknown.
+    log.set('ses_99', session(99, 'approved'));
+    expect(book.get('ses_99')?.status).toBe('approved');
+    expect(book.get('ses_98')).toBeUndefined();
+    locked = true;
     expect(book.get('ses_3')).toBeUndefined();
-    // Held sessions never read a row.
+    // Held sessions never ask the log.
+    asked.length = 0;
     expect(book.get('ses_20')?.session_id).toBe('ses_20');
+    expect(asked).toEqual([]);
   });
 
   it('lists as an unbounded book does, whatever order sessions start, are revoked and end in (property)', () => {

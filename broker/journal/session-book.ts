@@ -10,10 +10,10 @@ export interface SessionBookOptions {
   /** Ended sessions kept; endedSessionsKept by default (tests pass fewer). */
   readonly endedKept?: number;
   /**
-   * A session the book let go (it ended, and `endedKept` newer ones ended too): its row, read only when asked for
-   * one no longer held, and believed only where it says `ended` (below).
+   * A session the book does not hold (let go once it ended, or one it never read at open): the fold of its own sealed
+   * events (Journal), never its row; undefined while they cannot be opened.
    */
-  readonly storedRow?: (sessionId: string) => SessionState | undefined;
+  readonly fromLog?: (sessionId: string) => SessionState | undefined;
 }
 
 /**
@@ -31,8 +31,9 @@ export interface SessionBookOptions {
  * one is let go. Letting one go changes no decision: its process is gone (a session ends only when the sweeper finds its
  * pid and start time gone, and the kernel never gives a new process both again), so no call is ever made on it, and
  * what is still asked of it (a retry of its action by another session, a card or request naming it, a person's
- * decision on it) is answered from its row, read then and taken only as `ended`: a row another process edited to say
- * anything else is not believed (such a session is unknown, as one never recorded is).
+ * decision on it) is answered from the fold of its own sealed events, never its row (a row another process edited, to
+ * `ended` for a live session pushed out of the newest, is not read at all); while they cannot be opened (the vault
+ * locked) such a session is unknown, as one never recorded is.
  */
 export class SessionBook {
   private readonly byId = new Map<string, SessionState>();
@@ -49,11 +50,11 @@ export class SessionBook {
    */
   private readonly unconfirmed = new Set<string>();
   private readonly endedKept: number;
-  private readonly storedRow: (sessionId: string) => SessionState | undefined;
+  private readonly fromLog: (sessionId: string) => SessionState | undefined;
 
   constructor(loaded: Iterable<SessionState>, options: SessionBookOptions = {}) {
     this.endedKept = options.endedKept ?? endedSessionsKept;
-    this.storedRow = options.storedRow ?? (() => undefined);
+    this.fromLog = options.fromLog ?? (() => undefined);
     const rows = Array.from(loaded, (s) => [s.session_id, s] as const);
     for (const [id] of rows) this.unconfirmed.add(id);
     this.committed(rows);
@@ -85,17 +86,15 @@ export class SessionBook {
     return this.byId.get(sessionId);
   }
 
-  /** A session as `held`, or one it let go as its row says it ended (class comment). */
+  /** A session as `held`, or one it does not hold as its events fold (class comment). */
   get(sessionId: string): SessionState | undefined {
     const held = this.byId.get(sessionId);
     if (held !== undefined) return held;
-    let row: SessionState | undefined;
     try {
-      row = this.storedRow(sessionId);
+      return this.fromLog(sessionId);
     } catch {
-      return undefined; // a row another process made unreadable: unknown, as one never recorded is
+      return undefined;
     }
-    return row?.status === 'ended' && row.ended_at_ms !== null && row.session_id === sessionId ? row : undefined;
   }
 
   findByProcess(pid: number, startTime: string): SessionState | undefined {

@@ -318,7 +318,7 @@ describe('when an agent starts processes by the thousand, each connecting and ex
       expect(reopened.unendedSessions().map((s) => s.session_id)).toEqual(['ses_churn_live']);
       expect(newest(reopened.listSessions())).toEqual(newest(readNewestSessions(t.reader(), endedSessionsKept)));
       expect(reopened.getSession('ses_churn_1')?.status).toBe('ended');
-      // Another process of the user rewrites the let-go session's row to approved: not believed.
+      // Another process of the user rewrites the let-go session's row to approved: not read.
       const forger = new Database(t.path, { timeout: 5_000 });
       try {
         const row = forger.prepare('SELECT state FROM sessions WHERE session_id = ?').get('ses_churn_0') as {
@@ -331,7 +331,8 @@ describe('when an agent starts processes by the thousand, each connecting and ex
       } finally {
         forger.close();
       }
-      expect(reopened.getSession('ses_churn_0')).toBeUndefined();
+      // What its events say, not the row.
+      expect(reopened.getSession('ses_churn_0')).toMatchObject({ status: 'ended', end_reason: 'process_exited' });
       expect(reopened.findSessionByProcess(20_000, '2000000')).toBeUndefined();
     } finally {
       await reopened.close();
@@ -349,6 +350,93 @@ function readNewestSessions(reader: Database.Database, limit: number): Array<{ s
 }
 
 describe('when another process edits the sessions table while no broker runs (THREAT-MODEL 3)', () => {
+  it('a row moved to another process’s pid: that process may have been bound to it while locked, so the session’s approval is not acted on in the run', async () => {
+    const t = await temp();
+    await t.journal.appendSession(sessionStartedEvent('ses_moved_1', 7400));
+    await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_moved_1', payload: { actor: person } });
+    await t.journal.close();
+    const file = new Database(t.path, { timeout: 5_000 });
+    try {
+      const row = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get('ses_moved_1') as {
+        state: string;
+      };
+      const moved = { ...JSON.parse(row.state), pid: 7500, start_time: '750000' };
+      file
+        .prepare('UPDATE sessions SET pid = ?, start_time = ?, state = ? WHERE session_id = ?')
+        .run(7500, '750000', JSON.stringify(moved), 'ses_moved_1');
+    } finally {
+      file.close();
+    }
+    t.vault.lock();
+    const refuted: unknown[] = [];
+    const reopened = await Journal.open({
+      path: t.path,
+      clock: t.clock,
+      vault: t.vault,
+      onSessionRowRefuted: (report) => refuted.push(report),
+    });
+    try {
+      // Locked: the agent's process 7500 is found by the moved row and reconnects to the person's session.
+      expect(reopened.findSessionByProcess(7500, '750000')?.session_id).toBe('ses_moved_1');
+      await reopened.appendSession({
+        kind: 'SESSION_RECONNECTED',
+        action_id: 'ses_moved_1',
+        payload: { client_name: 'agent', client_version: '1' },
+      });
+      expect(reopened.sessionApprovalUsable('ses_moved_1')).toBe(false);
+      t.vault.unlock();
+      // Unlocked: the record is its events' (process 7400, approved), but the approval is not acted on in this run.
+      expect(reopened.sessionConfirmed('ses_moved_1')).toBe(true);
+      expect(reopened.getSession('ses_moved_1')).toMatchObject({ status: 'approved', pid: 7400 });
+      expect(reopened.sessionApprovalUsable('ses_moved_1')).toBe(false);
+      expect(reopened.findSessionByProcess(7500, '750000')).toBeUndefined();
+      expect(reopened.findSessionByProcess(7400, '740000')?.session_id).toBe('ses_moved_1');
+      expect(refuted).toEqual([{ session_id: 'ses_moved_1', row_status: 'approved', status: 'approved', folds: true }]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('an earlier run’s session whose events do not fold (too many) is never confirmed, and is not folded again at every ask', async () => {
+    const t = await temp();
+    await t.journal.appendSession(sessionStartedEvent('ses_unfold_1', 7600));
+    await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_unfold_1', payload: { actor: person } });
+    // More events than one fold takes (16 × 512): an agent reconnecting that often (each MCP initialize is one).
+    for (let i = 0; i < 17; i++)
+      await Promise.all(
+        Array.from({ length: 512 }, () =>
+          t.journal.appendSession({
+            kind: 'SESSION_RECONNECTED',
+            action_id: 'ses_unfold_1',
+            payload: { client_name: 'agent', client_version: '1' },
+          }),
+        ),
+      );
+    await t.journal.close();
+    const refuted: unknown[] = [];
+    const reopened = await Journal.open({
+      path: t.path,
+      clock: t.clock,
+      vault: t.vault,
+      onSessionRowRefuted: (report) => refuted.push(report),
+    });
+    try {
+      const folds = (): number => {
+        const began = performance.now();
+        expect(reopened.sessionApprovalUsable('ses_unfold_1')).toBe(false);
+        return performance.now() - began;
+      };
+      const first = folds();
+      // Asked again (every call, every card list): no second fold of ~8,700 events.
+      const again = Math.max(folds(), folds(), folds());
+      expect(again).toBeLessThan(first / 4);
+      expect(reopened.getSession('ses_unfold_1')?.status).toBe('approved');
+      expect(refuted).toEqual([{ session_id: 'ses_unfold_1', row_status: 'approved', status: null, folds: false }]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
   it('an earlier run’s session is confirmed from its sealed events once they open: the row decides nothing until then', async () => {
     const t = await temp();
     await t.journal.appendSession(sessionStartedEvent('ses_offline_own', 7100));

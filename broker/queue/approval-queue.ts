@@ -659,7 +659,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * gets a card.
    */
   private approvalConfirmed(session: SessionState, state: ActionState): boolean {
-    if (this.journal.sessionConfirmed(session.session_id)) return true;
+    if (this.journal.sessionApprovalUsable(session.session_id)) return true;
     if (this.unconfirmedTold.has(session.session_id)) return false;
     this.unconfirmedTold.add(session.session_id);
     this.logger?.warn(
