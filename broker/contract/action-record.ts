@@ -182,6 +182,11 @@ export const sessionStateSchema = z.object({
   started_at_ms: z.number().int(),
   ended_at_ms: z.number().int().nullable(),
   updated_at_ms: z.number().int(),
+  /**
+   * When the session was approved (its SESSION_APPROVED), null while it is not: the start of its grant
+   * (agents.session_grant_ttl_seconds), which a reconnection does not move.
+   */
+  approved_at_ms: z.number().int().nullable(),
   /** SESSION_RECONNECTED events folded so far. */
   reconnects: z.number().int().nonnegative(),
 });
@@ -193,5 +198,7 @@ export const storedSessionStateSchema = sessionStateSchema.extend({
   reconnects: z.number().int().nonnegative().optional(),
   /** Absent before the allowlist could be withheld from a process. */
   allowlist_withheld: z.string().nullable().optional(),
+  /** Absent before the grant's start was kept apart from the last event (upgraded: updated_at_ms if approved). */
+  approved_at_ms: z.number().int().nullable().optional(),
 });
 export type StoredSessionState = z.infer<typeof storedSessionStateSchema>;

@@ -56,6 +56,7 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
       started_at_ms: event.at_ms,
       ended_at_ms: null,
       updated_at_ms: event.at_ms,
+      approved_at_ms: null,
       reconnects: 0,
     };
   }
@@ -71,6 +72,7 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
         return refused('session_not_pending', event, `approval of a session that is ${state.status}`);
       next.status = 'approved';
       next.approved_by = actorLabel(event.payload.actor);
+      next.approved_at_ms = event.at_ms;
       break;
     case 'SESSION_REVOKED':
       if (state.status !== 'pending' && state.status !== 'approved')

@@ -70,6 +70,7 @@ function session(id: string, pid: number, status: SessionState['status'] = 'appr
     started_at_ms: 0,
     ended_at_ms: status === 'ended' ? 1 : null,
     updated_at_ms: 0,
+    approved_at_ms: null,
     reconnects: 0,
   };
 }

@@ -27,6 +27,7 @@ function session(n: number, status: SessionState['status'], seq = n, ended = sta
     started_at_ms: 1_000 + n,
     ended_at_ms: ended ? 2_000 + n : null,
     updated_at_ms: 1_000 + n,
+    approved_at_ms: null,
     reconnects: 0,
   };
 }

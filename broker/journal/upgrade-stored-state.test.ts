@@ -142,6 +142,23 @@ describe('when a stored session row predates reconnects', () => {
   });
 });
 
+describe('when a stored session row predates approved_at_ms', () => {
+  it('comes back with the grant starting at its last event if approved (as the grant check then read it), else null', () => {
+    const current = currentSession();
+    const { approved_at_ms: _dropped, ...old } = current;
+    expect(upgradeSessionState(JSON.stringify({ ...old, status: 'approved' }))).toStrictEqual({
+      ...current,
+      status: 'approved',
+      approved_at_ms: current.updated_at_ms,
+    });
+    expect(upgradeSessionState(JSON.stringify({ ...old, status: 'pending' }))).toStrictEqual({
+      ...current,
+      status: 'pending',
+      approved_at_ms: null,
+    });
+  });
+});
+
 describe('when a stored session row predates allowlist_withheld', () => {
   it('comes back with allowlist_withheld null (nothing withheld the allowlist from it)', () => {
     const current = { ...currentSession(), allowlist_withheld: 'LD_PRELOAD set' };

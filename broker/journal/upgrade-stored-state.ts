@@ -32,7 +32,13 @@ export function upgradeActionState(json: string): ActionState {
 /** A `sessions.state` row in the current shape (see upgradeActionState). */
 export function upgradeSessionState(json: string): SessionState {
   const stored = parseStored(storedSessionStateSchema, json, 'sessions.state');
-  return { ...stored, reconnects: stored.reconnects ?? 0, allowlist_withheld: stored.allowlist_withheld ?? null };
+  return {
+    ...stored,
+    reconnects: stored.reconnects ?? 0,
+    allowlist_withheld: stored.allowlist_withheld ?? null,
+    // Before approved_at_ms, the grant ran from the last event (as the grant check then read it).
+    approved_at_ms: stored.approved_at_ms ?? (stored.status === 'approved' ? stored.updated_at_ms : null),
+  };
 }
 
 /** The message names the field and zod's complaint, never the stored value. */

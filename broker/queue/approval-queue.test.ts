@@ -361,6 +361,28 @@ describe('when calls need their session approved', () => {
     await f.queue.approve(card.ticket, person);
     expect((await run).envelope.error).toBeUndefined();
   });
+
+  it('a reconnection does not renew the grant: an agent that opens a new connection before it runs out still meets cards', async () => {
+    await f.dispose();
+    f = await openQueueFixture({ agentsYaml: '  session_grant_ttl_seconds: 60' });
+    const sessionId = await startSession(4445);
+    await f.queue.approveSession(sessionId, person);
+    f.timers.advance(50_000);
+    await f.h.temp.journal.appendSession({
+      kind: 'SESSION_RECONNECTED',
+      action_id: sessionId,
+      payload: { client_name: 'agent', client_version: '1' },
+    });
+    expect((await f.submit('in', { route: 'sess', sessionId })).envelope.error).toBeUndefined();
+    // 60 s after the approval, 10 s after the reconnection.
+    f.timers.advance(10_000);
+    const run = f.submit('out', { route: 'sess', sessionId });
+    const card = await cardOf('out', 'pending');
+    expect(f.events(card.action_id).map((e) => e.kind)).not.toContain('APPROVED');
+    await f.queue.reject(card.ticket, person, 'the grant ran out');
+    expect((await run).envelope.error).toMatchObject({ code: 'APPROVAL_DENIED' });
+    expect(f.server.markers()).toEqual(['in']);
+  });
 });
 
 describe('what never leaves the vault', () => {

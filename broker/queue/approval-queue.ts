@@ -673,8 +673,9 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private grantValid(session: SessionState): boolean {
     const agents = this.config.agents;
     if (agents.session_approval === 'observe' || agents.session_grant_ttl_seconds === undefined) return true;
-    // An approved session's last event is its SESSION_APPROVED: updated_at_ms is the grant's start.
-    return this.clock.nowMs() < session.updated_at_ms + agents.session_grant_ttl_seconds * 1000;
+    // From its SESSION_APPROVED: a reconnection (each MCP initialize is one) does not renew it.
+    const grantedAtMs = session.approved_at_ms ?? session.updated_at_ms;
+    return this.clock.nowMs() < grantedAtMs + agents.session_grant_ttl_seconds * 1000;
   }
 
   private async showCard(state: ActionState): Promise<void> {

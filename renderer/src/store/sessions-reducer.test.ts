@@ -31,6 +31,7 @@ const session = (id: string, status: SessionSummary['status'], startedAtMs: numb
   started_at_ms: startedAtMs,
   ended_at_ms: null,
   updated_at_ms: startedAtMs,
+  approved_at_ms: null,
   reconnects: 0,
   calls: 0,
   pending: 0,
