@@ -499,6 +499,20 @@ export class JournalStore implements AuditStore {
       .map((row) => upgradeSessionState(row.state));
   }
 
+  /**
+   * The figures (calls, pending) of these sessions, by id, from their counter rows (migration 017); a session with no
+   * row has none yet (0 and 0). One read by primary key per id.
+   */
+  sessionFigures(sessionIds: readonly string[]): Map<string, { calls: number; pending: number }> {
+    const rows = this.db
+      .prepare(
+        `SELECT session_id, calls, pending FROM session_counters
+         WHERE session_id IN (SELECT value FROM json_each(?))`,
+      )
+      .all(JSON.stringify(sessionIds)) as Array<{ session_id: string; calls: number; pending: number }>;
+    return new Map(rows.map((r) => [r.session_id, { calls: r.calls, pending: r.pending }]));
+  }
+
   /** The newest `limit` sessions, oldest first, each with its figures: one counter row per session, no action read. */
   listCountedSessions(limit: number): CountedSession[] {
     return this.sql

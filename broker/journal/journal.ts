@@ -1070,15 +1070,14 @@ export class Journal implements BesideWriter {
    */
   listCountedSessions(): CountedSession[] {
     this.requireCurrent();
-    // The figures are the table's; each session is this journal's own (SessionBook), and a row it never wrote is not shown.
-    // The newest endedSessionsKept rows are all held (the book lets only older ended ones go). An earlier run's session
-    // not ended is shown as its events say where they open (a row forged to approved is not shown approved).
-    return this.store.listCountedSessions(endedSessionsKept).flatMap((row) => {
-      const id = row.session.session_id;
-      if (this.sessionBook.held(id)?.ended_at_ms === null) this.tryConfirmSession(id);
-      const session = this.sessionBook.held(id);
-      return session === undefined ? [] : [{ ...row, session }];
-    });
+    // Which sessions is the journal's own answer (SessionBook: the newest endedSessionsKept by first event, every one of
+    // them held), never the table's rows, among which another process could insert a thousand newer ones and so empty
+    // the page. An earlier run's session not ended is shown as its events say where they open (a row forged to
+    // approved is not shown approved once they do). The figures are the table's counters.
+    for (const s of this.sessionBook.unendedSessions()) this.tryConfirmSession(s.session_id);
+    const sessions = this.sessionBook.list(endedSessionsKept);
+    const figures = this.store.sessionFigures(sessions.map((s) => s.session_id));
+    return sessions.map((session) => ({ session, ...(figures.get(session.session_id) ?? { calls: 0, pending: 0 }) }));
   }
 
   /** How many sessions the journal holds in memory: bounded, however many processes ever connected (SessionBook). */

@@ -233,12 +233,25 @@ describe('when another process writes the sessions table while the journal is op
           'INSERT INTO sessions (session_id, status, pid, start_time, first_seq, last_seq, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
         )
         .run('ses_forgedchild_1', 'approved', 7200, '720000', 1, 1, JSON.stringify(child));
+      // And a thousand rows newer than any session, to push the journal's own off a page read from the table.
+      const insert = forger.prepare(
+        'INSERT INTO sessions (session_id, status, pid, start_time, first_seq, last_seq, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      );
+      forger.transaction(() => {
+        for (let i = 0; i < 1_000; i++) {
+          const id = `ses_flood_${i}`;
+          const row = { ...child, session_id: id, pid: 30_000 + i, first_seq: 1_000_000 + i };
+          insert.run(id, 'approved', 30_000 + i, child.start_time, 1_000_000 + i, 1_000_000 + i, JSON.stringify(row));
+        }
+      })();
     } finally {
       forger.close();
     }
     // The attack's premise: the table now says both are approved.
     const tableRows = readStateTables(t.path).sessions as Array<{ session_id: string; status: string }>;
-    expect(tableRows.map((s) => [s.session_id, s.status])).toEqual([
+    expect(
+      tableRows.filter((s) => !s.session_id.startsWith('ses_flood_')).map((s) => [s.session_id, s.status]),
+    ).toEqual([
       ['ses_agentown_1', 'approved'],
       ['ses_forgedchild_1', 'approved'],
     ]);
