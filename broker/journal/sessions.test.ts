@@ -332,18 +332,12 @@ describe('when an agent starts processes by the thousand, each connecting and ex
       expect(newest(reopened.listSessions())).toEqual(newest(readNewestSessions(t.reader(), endedSessionsKept)));
       expect(reopened.getSession('ses_churn_1')?.status).toBe('ended');
       // Another process of the user rewrites the let-go session's row to approved: not read.
-      const forger = new Database(t.path, { timeout: 5_000 });
-      try {
-        const row = forger.prepare('SELECT state FROM sessions WHERE session_id = ?').get('ses_churn_0') as {
-          state: string;
-        };
-        const approved = { ...JSON.parse(row.state), status: 'approved', ended_at_ms: null, end_reason: null };
-        forger
-          .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
-          .run('approved', JSON.stringify(approved), 'ses_churn_0');
-      } finally {
-        forger.close();
-      }
+      editSessionRow(t.path, 'ses_churn_0', (state) => ({
+        ...state,
+        status: 'approved',
+        ended_at_ms: null,
+        end_reason: null,
+      }));
       // What its events say, not the row.
       expect(reopened.getSession('ses_churn_0')).toMatchObject({ status: 'ended', end_reason: 'process_exited' });
       expect(reopened.findSessionByProcess(20_000, '2000000')).toBeUndefined();
@@ -368,26 +362,9 @@ describe('when another process edits the sessions table while no broker runs (TH
     await t.journal.appendSession(sessionStartedEvent('ses_moved_1', 7400));
     await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_moved_1', payload: { actor: person } });
     await t.journal.close();
-    const file = new Database(t.path, { timeout: 5_000 });
-    try {
-      const row = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get('ses_moved_1') as {
-        state: string;
-      };
-      const moved = { ...JSON.parse(row.state), pid: 7500, start_time: '750000' };
-      file
-        .prepare('UPDATE sessions SET pid = ?, start_time = ?, state = ? WHERE session_id = ?')
-        .run(7500, '750000', JSON.stringify(moved), 'ses_moved_1');
-    } finally {
-      file.close();
-    }
+    editSessionRow(t.path, 'ses_moved_1', (state) => ({ ...state, pid: 7500, start_time: '750000' }));
     t.vault.lock();
-    const refuted: unknown[] = [];
-    const reopened = await Journal.open({
-      path: t.path,
-      clock: t.clock,
-      vault: t.vault,
-      onSessionRowRefuted: (report) => refuted.push(report),
-    });
+    const { reopened, refuted } = await reopenTelling(t);
     try {
       // Locked: the agent's process 7500 is found by the moved row and reconnects to the person's session.
       expect(reopened.findSessionByProcess(7500, '750000')?.session_id).toBe('ses_moved_1');
@@ -426,13 +403,7 @@ describe('when another process edits the sessions table while no broker runs (TH
         ),
       );
     await t.journal.close();
-    const refuted: unknown[] = [];
-    const reopened = await Journal.open({
-      path: t.path,
-      clock: t.clock,
-      vault: t.vault,
-      onSessionRowRefuted: (report) => refuted.push(report),
-    });
+    const { reopened, refuted } = await reopenTelling(t);
     try {
       const folds = (): number => {
         const began = performance.now();
@@ -462,16 +433,13 @@ describe('when another process edits the sessions table while no broker runs (TH
     await t.journal.close();
     // While no broker runs: the agent's own pending session set to approved, and an approved session inserted for its
     // child, both in the shape the journal writes.
+    editSessionRow(t.path, 'ses_offline_own', (state) => ({ ...state, status: 'approved', approved_by: 'person:ann' }));
     const file = new Database(t.path, { timeout: 5_000 });
     try {
       const own = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get('ses_offline_own') as {
         state: string;
       };
-      const approved = { ...JSON.parse(own.state), status: 'approved', approved_by: 'person:ann' };
-      file
-        .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
-        .run('approved', JSON.stringify(approved), 'ses_offline_own');
-      const child = { ...approved, session_id: 'ses_offline_child', pid: 7200, start_time: '720000' };
+      const child = { ...JSON.parse(own.state), session_id: 'ses_offline_child', pid: 7200, start_time: '720000' };
       file
         .prepare(
           'INSERT INTO sessions (session_id, status, pid, start_time, first_seq, last_seq, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -483,13 +451,7 @@ describe('when another process edits the sessions table while no broker runs (TH
 
     // The broker starts locked: the earlier run's events do not open, so no session of it is confirmed.
     t.vault.lock();
-    const refuted: unknown[] = [];
-    const reopened = await Journal.open({
-      path: t.path,
-      clock: t.clock,
-      vault: t.vault,
-      onSessionRowRefuted: (report) => refuted.push(report),
-    });
+    const { reopened, refuted } = await reopenTelling(t);
     try {
       expect(reopened.getSession('ses_offline_own')?.status).toBe('approved');
       expect(reopened.sessionConfirmed('ses_offline_own')).toBe(false);
@@ -536,3 +498,33 @@ describe('when another process edits the sessions table while no broker runs (TH
     }
   });
 });
+
+/** Another process's edit of one session's row (state and the columns beside it), through its own connection. */
+function editSessionRow(
+  path: string,
+  sessionId: string,
+  change: (state: Record<string, unknown>) => Record<string, unknown>,
+): void {
+  const file = new Database(path, { timeout: 5_000 });
+  try {
+    const row = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get(sessionId) as { state: string };
+    const state = change(JSON.parse(row.state) as Record<string, unknown>);
+    file
+      .prepare('UPDATE sessions SET status = ?, pid = ?, start_time = ?, state = ? WHERE session_id = ?')
+      .run(state['status'], state['pid'], state['start_time'], JSON.stringify(state), sessionId);
+  } finally {
+    file.close();
+  }
+}
+
+/** The journal opened again on `t`'s file (as the next broker start), with what it tells of refuted session rows. */
+async function reopenTelling(t: TempJournal): Promise<{ reopened: Journal; refuted: unknown[] }> {
+  const refuted: unknown[] = [];
+  const reopened = await Journal.open({
+    path: t.path,
+    clock: t.clock,
+    vault: t.vault,
+    onSessionRowRefuted: (report) => refuted.push(report),
+  });
+  return { reopened, refuted };
+}
