@@ -964,16 +964,21 @@ export class Journal implements BesideWriter {
     if (kept !== undefined) return kept;
     let folded: SessionState | undefined;
     try {
-      folded = projectSessions(this.allSubjectEvents(sessionId)).get(sessionId);
+      folded = this.foldSessionEvents(sessionId);
     } catch {
       return undefined;
     }
-    if (folded?.ended_at_ms !== null && folded !== undefined) {
+    if (folded !== undefined && folded.ended_at_ms !== null) {
       if (this.endedFromLog.size >= endedFromLogKept)
         this.endedFromLog.delete(this.endedFromLog.keys().next().value ?? '');
       this.endedFromLog.set(sessionId, folded);
     }
     return folded;
+  }
+
+  /** A session as its own sealed events fold (throws what opening or folding them throws). */
+  private foldSessionEvents(sessionId: string): SessionState | undefined {
+    return projectSessions(this.allSubjectEvents(sessionId)).get(sessionId);
   }
 
   /**
@@ -1004,7 +1009,7 @@ export class Journal implements BesideWriter {
   private confirmSession(sessionId: string): void {
     let folded: SessionState | undefined;
     try {
-      folded = projectSessions(this.allSubjectEvents(sessionId)).get(sessionId);
+      folded = this.foldSessionEvents(sessionId);
     } catch (error) {
       if (error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE') {
         this.sessionsLockedOut.add(sessionId);

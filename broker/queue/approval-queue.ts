@@ -664,7 +664,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.unconfirmedTold.add(session.session_id);
     this.logger?.warn(
       { action_id: state.action_id, session_id: session.session_id },
-      "the session's approval is an earlier run's, not yet confirmed from its events (the vault locked): its calls get cards until it is",
+      "the session's approval is an earlier run's and its events do not confirm it (the vault locked, or its row refuted): its calls get cards",
     );
     return false;
   }
