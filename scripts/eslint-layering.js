@@ -190,7 +190,9 @@ const publicEntries = new Set(['broker/host/index.ts', 'broker/host/index.js']);
  * main's native decision dialog mark it alike), what an SSH card with no command kept says in its place (so the card,
  * the dialog and `postern approvals list` say it alike), how a wall time is written (so the page and main's dialog
  * write it alike), and an Events row's text as its reader sees it (event-row-text.ts, whose one runtime import is
- * time-words.ts: so the page writes a row as the broker's Text filter matches it).
+ * time-words.ts: so the page writes a row as the broker's Text filter matches it), and the words beside a session's
+ * status whose record the journal has not confirmed (session-record.ts: so the card, the request card and `postern
+ * sessions` say it alike).
  */
 const rendererRuntimeContract = new Set([
   'broker/contract/operator-methods.ts',
@@ -207,6 +209,8 @@ const rendererRuntimeContract = new Set([
   'broker/contract/time-words.js',
   'broker/contract/event-row-text.ts',
   'broker/contract/event-row-text.js',
+  'broker/contract/session-record.ts',
+  'broker/contract/session-record.js',
 ]);
 
 /** The table folder a repo-relative file path belongs to (the longest row that contains it), or undefined. */
@@ -241,7 +245,7 @@ export function violation(from, to, typeOnly) {
     return `${source} may import ${allowed} (may-import table)`;
   }
   if (source === 'renderer' && !typeOnly && !rendererRuntimeContract.has(to)) {
-    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts, operator-actor.ts, operator-sign-in.ts, visible-command.ts, command-not-kept.ts, time-words.ts and event-row-text.ts';
+    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts, operator-actor.ts, operator-sign-in.ts, visible-command.ts, command-not-kept.ts, time-words.ts, event-row-text.ts and session-record.ts';
   }
   if (source === 'app' && target === 'broker/host' && !publicEntries.has(to)) {
     return "app/ may import only the broker's public entry (broker/host/index.ts) and broker/contract";

@@ -86,7 +86,7 @@ describe('when an agent asks for a credential and a person provisions it', () =>
       docs_url: 'https://example.com/settings/tokens',
       scopes: ['issues:write'],
       suggested: { name: 'docs-token', kind: 'bearer', bindings: ['docs', '127.0.0.1'] },
-      session: { pid: expect.any(Number) },
+      session: { pid: expect.any(Number), record: 'confirmed' },
     });
     // A decision with no person's proof is refused on the control socket, and the request stays pending.
     const unproven = await sendControlRequest(controlSocketPath(running.dataDir), {

@@ -7,7 +7,7 @@ import { journalFileName } from '../broker/journal/journal-file-name.js';
 import { DrillAgent, type ToolReply } from './support/drill-agent.js';
 import { closeDrill, drillPassphrase, op, openDrill, waitFor, type Drill } from './support/drill.js';
 import { unlockAsPerson } from './support/person-decision.js';
-import { startDaemon } from './support/postern-process.js';
+import { runPostern, startDaemon } from './support/postern-process.js';
 
 /**
  * THREAT-MODEL 3 against the sessions table at rest: the agent stops the broker (or waits for the person to), sets its
@@ -92,13 +92,33 @@ describe('when the agent sets its pending session to approved in the journal fil
       "the forged session's call, waiting for a person",
     );
     const card = cards.find((c) => c.session?.session_id === forged);
-    expect(card).toMatchObject({ state: 'pending', session: { session_id: forged } });
+    // The card names the status the file says, marked as not the journal's own record.
+    expect(card).toMatchObject({
+      state: 'pending',
+      session: { session_id: forged, status: 'approved', record: 'unconfirmed' },
+    });
     expect(drill.log.markers()).not.toContain('FORGED');
+    // So do the Sessions page and `postern sessions`: the forged approval is the file's word, never "approved by" a
+    // person the journal vouches for.
+    const lockedList = await op(dataDir, 'sessions.list', {});
+    expect(lockedList.sessions.find((s) => s.session_id === forged)).toMatchObject({
+      status: 'approved',
+      record: 'unconfirmed',
+    });
+    const printed = await runPostern(['sessions', '--data-dir', dataDir]);
+    expect(printed.stdout).toMatch(
+      new RegExp(`^${forged}  approved \\(unconfirmed: as the file says, until the vault is unlocked\\)`, 'm'),
+    );
 
     // The person unlocks: the session is what its events say, pending.
     await unlockAsPerson(dataDir, drillPassphrase);
     const sessionsNow = await op(dataDir, 'sessions.list', {});
-    expect(sessionsNow.sessions.find((s) => s.session_id === forged)?.status).toBe('pending');
+    expect(sessionsNow.sessions.find((s) => s.session_id === forged)).toMatchObject({
+      status: 'pending',
+      approved_by: null,
+      record: 'confirmed',
+    });
+    expect(sessionsNow.sessions.map((s) => s.record)).not.toContain('unconfirmed');
     // The person's own approval of p1's session, from the earlier run, still holds.
     const approvedCall = await postSess(drill.p1, 'APPROVED');
     expect(approvedCall.reply?.structuredContent).toMatchObject({ effect: 'succeeded' });

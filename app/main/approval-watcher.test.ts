@@ -26,6 +26,7 @@ function card(ticket: number, overrides: Partial<ApprovalCard> = {}): ApprovalCa
       cwd: '/work',
       parent_exe: null,
       client_name: 'claude-code',
+      record: 'confirmed',
     },
     target: 'route:billing',
     method: 'POST',

@@ -20,6 +20,7 @@ const card: ApprovalCard = {
     cwd: null,
     parent_exe: null,
     client_name: 'claude-code',
+    record: 'confirmed',
   },
   target: 'route:docs',
   method: 'POST',

@@ -11,6 +11,7 @@ import { Journal } from '../journal/index.js';
 import type { CredentialInfo, IdSource } from '../ports/index.js';
 import { ManualTimers } from '../testing/manual-timers.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { sessionStartedEvent } from '../testing/session-events.js';
 import { CredentialRequests } from './credential-requests.js';
 
 /**
@@ -192,6 +193,7 @@ describe('when the broker restarts', () => {
   it('finds a pending request from the reopened journal (vault still locked), expires it on time, and answers it', async () => {
     const first = (temp = await openTempJournal());
     const { requests } = await openRegistry(first.journal, first.clock);
+    await first.journal.appendSession(sessionStartedEvent(sessionId, 4100));
     const { request_id: kept } = await requests.request(sessionId, ask());
     const { request_id: late } = await requests.request(otherSession, ask({ purpose: 'second' }));
     requests.close();
@@ -210,6 +212,9 @@ describe('when the broker restarts', () => {
       [late, 'pending', true],
     ]);
     expect(cards[0]?.purpose).toBeNull();
+    // The asking session is the earlier run's row, which its events cannot confirm while locked: the card says so.
+    expect(cards[0]?.session).toMatchObject({ status: 'pending', pid: 4100, record: 'unconfirmed' });
+    expect(cards[1]?.session).toBeNull();
     await registry.decline(kept, person, undefined);
     const waiting = registry.wait(otherSession, late, 60_000, never);
     expect(timers.advance(10)).toBe(1);

@@ -349,7 +349,13 @@ function credentialRequestCard(
     session:
       session === undefined
         ? null
-        : { status: session.status, pid: session.pid, exe: session.exe, client_name: session.client_name },
+        : {
+            status: session.status,
+            pid: session.pid,
+            exe: session.exe,
+            client_name: session.client_name,
+            record: options.journal.sessionRecordCheck(session.session_id),
+          },
     requested_at_ms: state.requested_at_ms,
     expires_at_ms: state.status === 'pending' ? expiresAtMs : null,
     decided_at_ms: state.decided_at_ms,

@@ -26,6 +26,7 @@ import {
   secretInputFields,
 } from '../contract/operator-limits.js';
 import { Effect, Outcome } from '../contract/outcome.js';
+import { sessionRecordWords } from '../contract/session-record.js';
 import { unknownWaysOut } from '../contract/unknown-ways-out.js';
 import { isHttpToken } from '../core/check-wire-request.js';
 import type { ControlRequest } from '../host/control-client.js';
@@ -370,8 +371,10 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       for (const s of list) {
         // Why an allowlist entry matched this executable but did not approve it: the Sessions card's words.
         const withheld = s.allowlist_withheld === null ? '' : `  allowlist not applied: ${s.allowlist_withheld}`;
+        // An earlier run's row its sealed events have not confirmed: the status is the file's word, not the journal's.
+        const record = sessionRecordWords[s.record];
         io.out(
-          `${s.session_id}  ${s.status}${s.connected ? ' (connected)' : ''}  pid ${s.pid}  ${s.exe ?? '(exe unknown)'}  calls ${s.calls}, pending ${s.pending}  since ${new Date(s.started_at_ms).toISOString()}${withheld}`,
+          `${s.session_id}  ${s.status}${record === null ? '' : ` (${record})`}${s.connected ? ' (connected)' : ''}  pid ${s.pid}  ${s.exe ?? '(exe unknown)'}  calls ${s.calls}, pending ${s.pending}  since ${new Date(s.started_at_ms).toISOString()}${withheld}`,
         );
       }
     });

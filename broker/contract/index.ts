@@ -8,6 +8,7 @@ export * from './config-constants.js';
 export * from './events.js';
 export * from './event-durability.js';
 export * from './action-record.js';
+export * from './session-record.js';
 export * from './envelope.js';
 export * from './operator-methods.js';
 export * from './operator-actor.js';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { actionListSchemas, actionWaitSchema, notBlank } from './action-list-api.js';
 import { actionStateSchema, sessionStateSchema } from './action-record.js';
+import { SessionRecordCheck } from './session-record.js';
 import { queuePositionSchema } from './agent-api.js';
 import { ApprovalMode } from './route-modes.js';
 import type { ClosedSet } from './closed-set.js';
@@ -136,6 +137,8 @@ export const approvalCardSchema = z.object({
       cwd: z.string().nullable(),
       parent_exe: z.string().nullable(),
       client_name: z.string().nullable(),
+      /** Whether `status` is the journal's own record or an earlier run's row not confirmed by its events (SessionRecordCheck). */
+      record: z.enum(SessionRecordCheck),
     })
     .nullable(),
   /** route:<name> or host:<name>. */
@@ -204,6 +207,12 @@ export const sessionSummarySchema = sessionStateSchema.extend({
   calls: z.number().int().nonnegative(),
   pending: z.number().int().nonnegative(),
   connected: z.boolean(),
+  /**
+   * Whether the state shown is the journal's own record or an earlier run's row its sealed events have not confirmed
+   * (SessionRecordCheck): an `approved_by` on a row not confirmed is what the file says, not a decision the journal
+   * vouches for, and is not acted on.
+   */
+  record: z.enum(SessionRecordCheck),
 });
 export type SessionSummary = z.infer<typeof sessionSummarySchema>;
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { credentialRequestIdSchema } from './events.js';
+import { SessionRecordCheck } from './session-record.js';
 import { credentialSummarySchema, operatorCredentialKinds, vaultApiSchemas } from './operator-vault-api.js';
 
 /**
@@ -20,6 +21,8 @@ export const credentialRequestCardSchema = z.object({
       pid: z.number().int(),
       exe: z.string().nullable(),
       client_name: z.string().nullable(),
+      /** Whether `status` is the journal's own record or an earlier run's row not confirmed by its events (SessionRecordCheck). */
+      record: z.enum(SessionRecordCheck),
     })
     .nullable(),
   requested_at_ms: z.number().int(),

@@ -53,12 +53,15 @@ export function createOperatorReads(
       journal.readCurrent(() => listActions(journal, input, { scanRowsMax: options.actionListScanRowsMax })),
     // Each session's figures come from its counter row (migration 017), never from its actions: O(sessions) per call.
     'sessions.list': async (): Promise<BrokerApi['sessions.list']['output']> => ({
-      sessions: (await journal.readCurrent(() => journal.listCountedSessions())).map(({ session, calls, pending }) => ({
-        ...session,
-        calls,
-        pending,
-        connected: queue.isConnected(session.session_id),
-      })),
+      sessions: (await journal.readCurrent(() => journal.listCountedSessions())).map(
+        ({ session, calls, pending, record }) => ({
+          ...session,
+          calls,
+          pending,
+          connected: queue.isConnected(session.session_id),
+          record,
+        }),
+      ),
     }),
     // The reads wait for what is queued without holding the loop (Journal.readCurrent), then read on one snapshot.
     'activity.list': (input: OperatorInput<'activity.list'>): Promise<BrokerApi['activity.list']['output']> =>

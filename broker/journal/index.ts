@@ -11,6 +11,7 @@ export {
   type JournalOpenOptions,
   type JournalState,
   type JournalStats,
+  type ListedSession,
   type SealedEventHeader,
   type UnitRows,
   type WriterThreadStartFailure,

@@ -11,6 +11,7 @@ import {
   type EventKind,
   type JournalEvent,
   type NewEvent,
+  type SessionRecordCheck,
   type SessionState,
   TransitionRefused,
   type TransitionRefusal,
@@ -944,15 +945,17 @@ export class Journal implements BesideWriter {
 
   /**
    * confirmSession where the session is unconfirmed, its events were not found locked since the last unlock, and they
-   * were not found not to fold in this run.
+   * were not found not to fold in this run: whether it tried.
    */
-  private tryConfirmSession(sessionId: string): void {
+  private tryConfirmSession(sessionId: string): boolean {
     if (
-      this.sessionBook.isUnconfirmed(sessionId) &&
-      !this.sessionsLockedOut.has(sessionId) &&
-      !this.sessionsRefutedForGood.has(sessionId)
+      !this.sessionBook.isUnconfirmed(sessionId) ||
+      this.sessionsLockedOut.has(sessionId) ||
+      this.sessionsRefutedForGood.has(sessionId)
     )
-      this.confirmSession(sessionId);
+      return false;
+    this.confirmSession(sessionId);
+    return true;
   }
 
   /**
@@ -999,6 +1002,23 @@ export class Journal implements BesideWriter {
    */
   sessionApprovalUsable(sessionId: string): boolean {
     return this.sessionConfirmed(sessionId) && !this.sessionApprovalsRefused.has(sessionId);
+  }
+
+  /**
+   * How far the session's record is checked (SessionRecordCheck), after confirming it where it can: what a card, a
+   * credential request and the Sessions page show beside its status, so that a row edited while no broker ran is never
+   * shown as a person's approval the journal vouches for.
+   */
+  sessionRecordCheck(sessionId: string): SessionRecordCheck {
+    this.requireReadable();
+    this.tryConfirmSession(sessionId);
+    return this.recordCheckOf(sessionId);
+  }
+
+  private recordCheckOf(sessionId: string): SessionRecordCheck {
+    if (this.sessionBook.isUnconfirmed(sessionId))
+      return this.sessionsRefutedForGood.has(sessionId) ? 'unverifiable' : 'unconfirmed';
+    return this.sessionApprovalsRefused.has(sessionId) ? 'approval_withheld' : 'confirmed';
   }
 
   /**
@@ -1073,16 +1093,27 @@ export class Journal implements BesideWriter {
    * those are not sent yet (pending). Read from one counter row per session (migration 017), moved in the transaction
    * that writes each action row: the same cost for a session of ten actions as for one of a million, and exact.
    */
-  listCountedSessions(): CountedSession[] {
+  listCountedSessions(): ListedSession[] {
     this.requireCurrent();
     // Which sessions is the journal's own answer (SessionBook: the newest endedSessionsKept by first event, every one of
     // them held), never the table's rows, among which another process could insert a thousand newer ones and so empty
-    // the page. An earlier run's session not ended is shown as its events say where they open (a row forged to
-    // approved is not shown approved once they do). The figures are the table's counters.
+    // the page. An earlier run's session is shown as its events say where they open (a row forged to approved is not
+    // shown approved once they do), and each says how far it is checked (`record`). Every session not ended is
+    // confirmed at once; of the ended ones, which nothing acts on, at most sessionsConfirmedPerList a call, newest
+    // first, so the first list after an unlock does not fold a thousand sessions' events in one turn of the loop. The
+    // figures are the table's counters.
     for (const s of this.sessionBook.unendedSessions()) this.tryConfirmSession(s.session_id);
-    const sessions = this.sessionBook.list(endedSessionsKept);
+    let budget = sessionsConfirmedPerList;
+    const listed = this.sessionBook.list(endedSessionsKept);
+    for (let i = listed.length - 1; i >= 0 && budget > 0; i--)
+      if (this.tryConfirmSession(listed[i]?.session_id ?? '')) budget--;
+    const sessions = budget === sessionsConfirmedPerList ? listed : this.sessionBook.list(endedSessionsKept);
     const figures = this.store.sessionFigures(sessions.map((s) => s.session_id));
-    return sessions.map((session) => ({ session, ...(figures.get(session.session_id) ?? { calls: 0, pending: 0 }) }));
+    return sessions.map((session) => ({
+      session,
+      ...(figures.get(session.session_id) ?? { calls: 0, pending: 0 }),
+      record: this.recordCheckOf(session.session_id),
+    }));
   }
 
   /** How many sessions the journal holds in memory: bounded, however many processes ever connected (SessionBook). */
@@ -2253,6 +2284,17 @@ function positive(value: number, name: string): number {
 
 /** Ended sessions the journal keeps as their events fold, for asks about sessions its book let go. */
 const endedFromLogKept = 256;
+
+/**
+ * How many of an earlier run's sessions one sessions.list confirms from their sealed events (Journal
+ * listCountedSessions) beyond those not ended: a few milliseconds of the loop a call (bench/sessions-confirm.ts).
+ */
+const sessionsConfirmedPerList = 100;
+
+/** A session as sessions.list shows it: its record, how far the journal has checked it, and its counters. */
+export interface ListedSession extends CountedSession {
+  readonly record: SessionRecordCheck;
+}
 
 /** Whether a session's row says what its events say, in every field a decision or a person reads. */
 function sameSessionRecord(row: SessionState, folded: SessionState): boolean {

@@ -33,6 +33,8 @@ describe('agent sessions in the journal', () => {
     expect(approved.session).toMatchObject({ status: 'approved', approved_by: 'person:ann', pid: 4242 });
     expect(approved.event.session_id).toBe('ses_alpha_1');
     expect(t.journal.getSession('ses_alpha_1')).toEqual(approved.session);
+    // Written in this run: the journal's own record.
+    expect(t.journal.sessionRecordCheck('ses_alpha_1')).toBe('confirmed');
     expect(t.journal.findSessionByProcess(4242, '424200')?.session_id).toBe('ses_alpha_1');
     expect(t.journal.findSessionByProcess(4242, '1')).toBeUndefined();
     const revoked = await t.journal.appendSession({
@@ -374,6 +376,8 @@ describe('when another process edits the sessions table while no broker runs (TH
         payload: { client_name: 'agent', client_version: '1' },
       });
       expect(reopened.sessionApprovalUsable('ses_moved_1')).toBe(false);
+      // What a card and the Sessions page say beside its status: the file's word, not the journal's.
+      expect(reopened.sessionRecordCheck('ses_moved_1')).toBe('unconfirmed');
       t.vault.unlock();
       // Unlocked: the record is its events' (process 7400, approved), but the approval is not acted on in this run.
       expect(reopened.sessionConfirmed('ses_moved_1')).toBe(true);
@@ -381,6 +385,8 @@ describe('when another process edits the sessions table while no broker runs (TH
       expect(reopened.sessionApprovalUsable('ses_moved_1')).toBe(false);
       expect(reopened.findSessionByProcess(7500, '750000')).toBeUndefined();
       expect(reopened.findSessionByProcess(7400, '740000')?.session_id).toBe('ses_moved_1');
+      expect(reopened.sessionRecordCheck('ses_moved_1')).toBe('approval_withheld');
+      expect(reopened.listCountedSessions().map((c) => c.record)).toEqual(['approval_withheld']);
       expect(refuted).toEqual([{ session_id: 'ses_moved_1', row_status: 'approved', status: 'approved', folds: true }]);
     } finally {
       await reopened.close();
@@ -415,6 +421,10 @@ describe('when another process edits the sessions table while no broker runs (TH
       const again = Math.max(folds(), folds(), folds());
       expect(again).toBeLessThan(first / 4);
       expect(reopened.getSession('ses_unfold_1')?.status).toBe('approved');
+      expect(reopened.sessionRecordCheck('ses_unfold_1')).toBe('unverifiable');
+      expect(reopened.listCountedSessions().map((c) => [c.session.status, c.record])).toEqual([
+        ['approved', 'unverifiable'],
+      ]);
       expect(refuted).toEqual([{ session_id: 'ses_unfold_1', row_status: 'approved', status: null, folds: false }]);
     } finally {
       await reopened.close();
@@ -456,6 +466,13 @@ describe('when another process edits the sessions table while no broker runs (TH
       expect(reopened.getSession('ses_offline_own')?.status).toBe('approved');
       expect(reopened.sessionConfirmed('ses_offline_own')).toBe(false);
       expect(reopened.sessionConfirmed('ses_offline_ok')).toBe(false);
+      // Listed as the rows say, each marked unconfirmed: the forged approval is not shown as the journal's.
+      expect(
+        reopened.listCountedSessions().map((c) => [c.session.session_id, c.session.approved_by, c.record]),
+      ).toEqual([
+        ['ses_offline_own', 'person:ann', 'unconfirmed'],
+        ['ses_offline_ok', 'person:ann', 'unconfirmed'],
+      ]);
       // A row with no event in the log at all needs no key to refute: forgotten at its first ask.
       expect(reopened.findSessionByProcess(7200, '720000')).toBeUndefined();
       expect(reopened.getSession('ses_offline_child')).toBeUndefined();
@@ -477,9 +494,9 @@ describe('when another process edits the sessions table while no broker runs (TH
         reconnects: 1,
       });
       expect(reopened.sessionConfirmed('ses_offline_own')).toBe(true);
-      expect(reopened.listCountedSessions().map((c) => [c.session.session_id, c.session.status])).toEqual([
-        ['ses_offline_own', 'pending'],
-        ['ses_offline_ok', 'approved'],
+      expect(reopened.listCountedSessions().map((c) => [c.session.session_id, c.session.status, c.record])).toEqual([
+        ['ses_offline_own', 'pending', 'confirmed'],
+        ['ses_offline_ok', 'approved', 'confirmed'],
       ]);
       expect(reopened.sessionConfirmed('ses_offline_ok')).toBe(true);
       expect(reopened.getSession('ses_offline_ok')).toMatchObject({ status: 'approved', approved_by: 'person:ann' });
@@ -493,6 +510,32 @@ describe('when another process edits the sessions table while no broker runs (TH
         payload: { actor: person },
       });
       expect(approvedNow.session).toMatchObject({ status: 'approved', approved_by: 'person:ann', reconnects: 1 });
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('a list confirms an earlier run’s ended sessions a bounded number at a time, newest first, and marks the rest unconfirmed', async () => {
+    const t = await temp();
+    const ids = Array.from({ length: 130 }, (_, i) => `ses_listed_${String(i).padStart(3, '0')}`);
+    for (const [i, id] of ids.entries()) {
+      await t.journal.appendSession(sessionStartedEvent(id, 8000 + i));
+      await t.journal.appendSession({ kind: 'SESSION_ENDED', action_id: id, payload: { reason: 'process_exited' } });
+    }
+    await t.journal.close();
+    // The oldest one's row names an approval no person gave.
+    editSessionRow(t.path, 'ses_listed_000', (state) => ({ ...state, approved_by: 'person:ann' }));
+    const { reopened } = await reopenTelling(t);
+    try {
+      const records = () => new Map(reopened.listCountedSessions().map((c) => [c.session.session_id, c]));
+      const first = records();
+      // The newest 100 are folded in the first list, the 30 older ones in the next.
+      expect(ids.filter((id) => first.get(id)?.record === 'confirmed')).toEqual(ids.slice(30));
+      expect(ids.filter((id) => first.get(id)?.record === 'unconfirmed')).toEqual(ids.slice(0, 30));
+      expect(first.get('ses_listed_000')?.session.approved_by).toBe('person:ann');
+      const second = records();
+      expect(ids.filter((id) => second.get(id)?.record !== 'confirmed')).toEqual([]);
+      expect(second.get('ses_listed_000')?.session).toMatchObject({ status: 'ended', approved_by: null });
     } finally {
       await reopened.close();
     }

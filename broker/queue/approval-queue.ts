@@ -911,6 +911,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         preview,
         ...(preview === undefined ? { journaled: this.journaledView(state) } : {}),
         session,
+        sessionRecord: session === undefined ? 'confirmed' : this.journal.sessionRecordCheck(session.session_id),
         expiresAtMs: wait.allowed ? null : (expiry?.atMs ?? null),
         credentialOf: (target) => this.credentialOf(target),
       }),

@@ -68,6 +68,7 @@ const card = (state: ActionState) =>
     },
     preview: undefined,
     session: undefined,
+    sessionRecord: 'confirmed',
     expiresAtMs: null,
     credentialOf: () => '(unknown)',
   });

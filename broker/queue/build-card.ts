@@ -1,4 +1,10 @@
-import { approvalCardSchema, type ActionState, type ApprovalCard, type SessionState } from '../contract/index.js';
+import {
+  approvalCardSchema,
+  type ActionState,
+  type ApprovalCard,
+  type SessionRecordCheck,
+  type SessionState,
+} from '../contract/index.js';
 import { retriableRecord, type TicketWait } from '../core/index.js';
 import { copyPair, previewFromTarget, type CardPreview, type HttpRequestView } from './card-preview.js';
 
@@ -13,6 +19,8 @@ export interface CardFacts {
    */
   readonly journaled?: HttpRequestView | 'sealed' | 'sealed_for_good' | 'not_recorded';
   readonly session: SessionState | undefined;
+  /** How far the journal has checked that session's record (Journal.sessionRecordCheck). */
+  readonly sessionRecord: SessionRecordCheck;
   readonly expiresAtMs: number | null;
   readonly credentialOf: (target: string) => string;
 }
@@ -48,6 +56,7 @@ export function buildCard(f: CardFacts): ApprovalCard {
             cwd: f.session.cwd,
             parent_exe: f.session.parent_exe,
             client_name: f.session.client_name,
+            record: f.sessionRecord,
           },
     target: preview.target,
     method: preview.method,

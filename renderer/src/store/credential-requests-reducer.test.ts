@@ -18,7 +18,7 @@ const request = (overrides: Partial<CredentialRequestCard> = {}): CredentialRequ
   request_id: 'crq_1',
   status: 'pending',
   session_id: 'ses_1',
-  session: { status: 'active', pid: 42, exe: '/usr/bin/node', client_name: 'agent' },
+  session: { status: 'active', pid: 42, exe: '/usr/bin/node', client_name: 'agent', record: 'confirmed' },
   requested_at_ms: 1_000,
   expires_at_ms: 901_000,
   decided_at_ms: null,

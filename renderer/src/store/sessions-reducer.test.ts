@@ -36,6 +36,7 @@ const session = (id: string, status: SessionSummary['status'], startedAtMs: numb
   calls: 0,
   pending: 0,
   connected: true,
+  record: 'confirmed',
 });
 
 describe('sessions', () => {
@@ -139,5 +140,27 @@ describe('what approving a session would change', () => {
     );
     expect(sessionStanding(session('a', 'revoked', 1), none)).toMatchObject({ approvable: false, label: 'revoked' });
     expect(sessionStanding(session('a', 'ended', 1), none)).toMatchObject({ approvable: false, label: 'ended' });
+  });
+
+  it('a session whose record the journal has not confirmed is the file’s word: never “approved”, never approvable, not counted', () => {
+    const use = sessionApprovalUse(withSession);
+    const forged = { ...session('a', 'approved', 1), approved_by: 'person:ann', record: 'unconfirmed' as const };
+    expect(sessionStanding(forged, use)).toMatchObject({
+      label: 'unconfirmed',
+      tone: 'unconfirmed',
+      approvable: false,
+    });
+    expect(sessionStanding(forged, use).explanation).toContain(
+      'the journal file says approved, approved by person:ann), which any process of this user could have edited',
+    );
+    const pendingUnchecked = { ...session('b', 'pending', 2), record: 'unconfirmed' as const };
+    expect(sessionStanding(pendingUnchecked, use)).toMatchObject({ label: 'unconfirmed', approvable: false });
+    expect(pendingSessionCount([pendingUnchecked], use)).toBe(0);
+    const refuted = { ...session('c', 'approved', 3), record: 'unverifiable' as const };
+    expect(sessionStanding(refuted, use).explanation).toContain('its own sealed events do not confirm it');
+    const withheld = { ...session('d', 'approved', 4), record: 'approval_withheld' as const };
+    expect(sessionStanding(withheld, use)).toMatchObject({ label: 'approval not used', approvable: false });
+    // Withheld matters only while an approval could be acted on: an ended one reads as ended.
+    expect(sessionStanding({ ...withheld, status: 'ended' }, use)).toMatchObject({ label: 'ended' });
   });
 });

@@ -100,7 +100,7 @@ export function sessionApprovalUse(config: ApprovalEntries | null): SessionAppro
 /** What the Sessions view says about one session: its state in words, whether Approve would change anything, and what. */
 export interface SessionStanding {
   label: string;
-  tone: SessionSummary['status'] | 'not_needed';
+  tone: SessionSummary['status'] | 'not_needed' | 'unconfirmed';
   approvable: boolean;
   explanation: string;
 }
@@ -108,6 +108,8 @@ export interface SessionStanding {
 const perCallWords = 'per_call calls still get a card each, and approval: none calls run in their lane';
 
 export function sessionStanding(session: SessionSummary, use: SessionApprovalUse): SessionStanding {
+  const unchecked = uncheckedStanding(session);
+  if (unchecked !== undefined) return unchecked;
   const where = [...use.entries, ...use.maybe.map((name) => `${name} (command rules)`)];
   const matters = !use.known || where.length > 0;
   const scope = use.known ? `${where.join(', ')}` : 'routes and hosts with approval: session';
@@ -153,6 +155,49 @@ export function sessionStanding(session: SessionSummary, use: SessionApprovalUse
         tone: 'ended',
         approvable: false,
         explanation: 'The process is gone; the same agent started again is a new session.',
+      };
+  }
+}
+
+const eachCallCards = 'each of its calls gets a card';
+
+/**
+ * A session whose record is not the journal's own (SessionRecordCheck): an earlier run's row that its sealed events
+ * have not confirmed is shown as the file's word, never as a person's approval, and offers no Approve (a decision
+ * needs the record it decides on); undefined for the ordinary standing.
+ */
+function uncheckedStanding(session: SessionSummary): SessionStanding | undefined {
+  const fileSays = `the journal file says ${session.status}${session.approved_by === null ? '' : `, approved by ${session.approved_by}`}`;
+  switch (session.record) {
+    case 'confirmed':
+      return undefined;
+    case 'unconfirmed':
+      return {
+        label: 'unconfirmed',
+        tone: 'unconfirmed',
+        approvable: false,
+        explanation:
+          `An earlier run's session, read from the journal file (${fileSays}), which any process of this user could have edited while no broker ran. ` +
+          `The journal confirms it from its own sealed events once the vault is unlocked; until then nothing it says is acted on, and ${eachCallCards}.`,
+      };
+    case 'unverifiable':
+      return {
+        label: 'unconfirmed',
+        tone: 'unconfirmed',
+        approvable: false,
+        explanation:
+          `An earlier run's session, read from the journal file (${fileSays}), and its own sealed events do not confirm it (the daemon's log says why): ` +
+          `nothing it says is acted on in this run, and ${eachCallCards}.`,
+      };
+    case 'approval_withheld':
+      if (session.status !== 'approved' && session.status !== 'pending') return undefined;
+      return {
+        label: session.status === 'approved' ? 'approval not used' : 'pending',
+        tone: 'unconfirmed',
+        approvable: false,
+        explanation:
+          'Its record is confirmed from its sealed events, but when this run started the journal file named another process for it, which may have joined it: ' +
+          `no approval of it is acted on in this run, and ${eachCallCards}. The same agent started again is a new session.`,
       };
   }
 }

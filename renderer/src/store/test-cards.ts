@@ -19,6 +19,7 @@ export function cardOf(ticket: number, overrides: Partial<ApprovalCard> = {}): A
       cwd: '/home/ann/project',
       parent_exe: '/bin/bash',
       client_name: 'claude',
+      record: 'confirmed',
     },
     target: 'route:docs',
     method: 'POST',

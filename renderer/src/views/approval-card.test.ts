@@ -98,3 +98,14 @@ describe('an approval card rebuilt from the journal whose query and headers are 
     expect(text).not.toContain('Unlock it');
   });
 });
+
+describe("an approval card's agent line", () => {
+  it('says when the session status is an earlier run’s row its events have not confirmed, and nothing when confirmed', () => {
+    const confirmed = cardText(cardOf(9));
+    expect(confirmed).toContain('session approved');
+    expect(confirmed).not.toContain('unconfirmed');
+    const base = cardOf(10);
+    const forged = cardOf(10, { session: base.session === null ? null : { ...base.session, record: 'unconfirmed' } });
+    expect(cardText(forged)).toContain('session approved (unconfirmed: as the file says, until the vault is unlocked)');
+  });
+});

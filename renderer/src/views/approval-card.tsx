@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { ApprovalCard, CardPair } from '../../../broker/contract/index.js';
 import { commandNotKeptText } from '../../../broker/contract/command-not-kept.js';
+import { sessionRecordWords, type SessionRecordCheck } from '../../../broker/contract/session-record.js';
 import { brokerStopped } from '../store/approvals-tally.js';
 import { useAppStore } from '../store/app-store.js';
 import { cardStatusLabel, needsDecision, stoppedCardLabel } from '../store/card-groups.js';
@@ -275,6 +276,7 @@ function CardFacts({ card }: { card: ApprovalCard }) {
           <>
             <strong>{processName(s.exe) ?? '(process unknown)'}</strong> · pid {s.pid}
             {s.client_name !== null && <> · client {s.client_name}</>} · session {s.status}
+            <SessionRecordNote record={s.record} testId={`card-${card.ticket}-session-record`} />
             <br />
             <code title="Executable">{s.exe ?? '(executable unknown)'}</code>
             {s.cwd !== null && (
@@ -533,5 +535,21 @@ export function CallResultLine({ result }: { result: CallResult }) {
     <p className="call-result error" role="alert">
       <strong>{result.error.code}</strong> {result.error.message}
     </p>
+  );
+}
+
+/**
+ * Beside a session's status on a card: that the status is an earlier run's row its sealed events have not confirmed
+ * (SessionRecordCheck), so "approved" there is the file's word, not a decision the journal vouches for. Nothing for a
+ * confirmed record.
+ */
+export function SessionRecordNote({ record, testId }: { record: SessionRecordCheck; testId: string }) {
+  const words = sessionRecordWords[record];
+  if (words === null) return null;
+  return (
+    <strong className="session-record-note" data-testid={testId}>
+      {' '}
+      ({words})
+    </strong>
   );
 }

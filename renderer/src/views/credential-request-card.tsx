@@ -13,7 +13,7 @@ import {
 } from '../store/credential-requests-reducer.js';
 import type { CredentialDraft } from '../store/credential-draft.js';
 import { AddForm, Field } from './add-form.js';
-import { CallResultLine } from './approval-card.js';
+import { CallResultLine, SessionRecordNote } from './approval-card.js';
 import { CredentialFields, takeSecret, type ChangeDraft } from './credential-fields.js';
 import { ReasonForm } from './reason-form.js';
 import { useNow } from './use-now.js';
@@ -171,6 +171,7 @@ function RequestFacts({ card }: { card: CredentialRequestCard }) {
           <>
             <code title="Executable">{short(s.exe ?? '(executable unknown)')}</code> · pid {s.pid}
             {s.client_name !== null && <> · client {short(s.client_name)}</>} · session {s.status}
+            <SessionRecordNote record={s.record} testId={`crq-${card.request_id}-session-record`} />
           </>
         )}
       </dd>

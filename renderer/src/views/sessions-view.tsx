@@ -74,7 +74,7 @@ function useSentence(use: SessionApprovalUse): string {
 }
 
 // eslint-disable-next-line max-lines-per-function -- one session's facts and its approve/revoke controls in one card's JSX
-function SessionCard({ session, use }: { session: SessionSummary; use: SessionApprovalUse }) {
+export function SessionCard({ session, use }: { session: SessionSummary; use: SessionApprovalUse }) {
   const id = session.session_id;
   const busy = useAppStore((state) => state.sessionsView.calls.busy[id]);
   const last = useAppStore((state) => state.sessionsView.calls.last[id]);
@@ -96,6 +96,7 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
     <article
       className={`session-card tone-${standing.tone}`}
       data-testid={`session-${id}`}
+      data-record={session.record}
       aria-label={`Session ${id}, pid ${session.pid}`}
     >
       <header className="session-card-header">
@@ -134,7 +135,15 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
         <dt>Session</dt>
         <dd>
           <span className="muted">{id}</span> · {session.connected ? 'connected' : 'not connected'}
-          {session.approved_by !== null && <> · approved by {session.approved_by}</>}
+          {session.approved_by !== null &&
+            (session.record === 'unconfirmed' || session.record === 'unverifiable' ? (
+              <span data-testid={`session-${id}-approved-by-file`}>
+                {' '}
+                · the file says approved by {session.approved_by}, unconfirmed
+              </span>
+            ) : (
+              <> · approved by {session.approved_by}</>
+            ))}
           {session.revoke_reason !== null && <> · revoked: {session.revoke_reason}</>}
           {session.end_reason !== null && <> · ended: {session.end_reason}</>}
         </dd>

@@ -1,0 +1,62 @@
+import { createElement } from 'react';
+import { describe, expect, it } from 'vitest';
+import type { SessionSummary } from '../../../broker/contract/index.js';
+import { sessionApprovalUse } from '../store/sessions-reducer.js';
+import { renderView, textOf } from './render-test-support.js';
+import { SessionCard } from './sessions-view.js';
+
+const summary = (id: string, overrides: Partial<SessionSummary>): SessionSummary => ({
+  session_id: id,
+  status: 'approved',
+  pid: 4242,
+  uid: 1000,
+  start_time: '424200',
+  ppid: 1,
+  exe: '/usr/bin/node',
+  cwd: '/work',
+  parent_exe: null,
+  client_name: null,
+  client_version: null,
+  allowlist_withheld: null,
+  approved_by: 'person:ann (web, operator session)',
+  revoked_by: null,
+  revoke_reason: null,
+  end_reason: null,
+  first_seq: 1,
+  last_seq: 2,
+  started_at_ms: 1_000,
+  ended_at_ms: null,
+  updated_at_ms: 1_000,
+  approved_at_ms: 1_000,
+  reconnects: 0,
+  calls: 0,
+  pending: 0,
+  connected: true,
+  record: 'confirmed',
+  ...overrides,
+});
+
+/** One session's card as React renders it, where approval: session is in use. */
+const cardHtml = (session: SessionSummary): string =>
+  renderView(createElement(SessionCard, { session, use: sessionApprovalUse(withSessionRoute) }));
+const withSessionRoute = { routes: [{ name: 'docs', approval: 'session' }], ssh_hosts: [] };
+
+describe('a session’s card (THREAT-MODEL 3: only a person decides, and the page never says one did when it cannot know)', () => {
+  it('shows an earlier run’s row its events have not confirmed as the file’s word, not as a person’s approval, with no Approve', () => {
+    const own = textOf(cardHtml(summary('ses_own', {})));
+    expect(own).toContain('approved by person:ann (web, operator session)');
+    expect(own).not.toContain('unconfirmed');
+    const forged = cardHtml(summary('ses_forged', { pid: 5151, record: 'unconfirmed' }));
+    expect(forged).toContain('data-record="unconfirmed"');
+    expect(forged).toContain('tone-unconfirmed');
+    const text = textOf(forged);
+    expect(text).toContain('the file says approved by person:ann (web, operator session), unconfirmed');
+    expect(text).not.toMatch(/· approved by person:ann/);
+    expect(text).toContain('once the vault is unlocked');
+    // The same row confirmed pending offers Approve; unconfirmed it does not (a decision needs the journal's record).
+    expect(cardHtml(summary('ses_p', { status: 'pending', approved_by: null }))).toContain('>Approve<');
+    expect(cardHtml(summary('ses_q', { status: 'pending', approved_by: null, record: 'unconfirmed' }))).not.toContain(
+      '>Approve<',
+    );
+  });
+});
