@@ -107,7 +107,10 @@ describe('when the agent sets its pending session to approved in the journal fil
     });
     const printed = await runPostern(['sessions', '--data-dir', dataDir]);
     expect(printed.stdout).toMatch(
-      new RegExp(`^${forged}  approved \\(unconfirmed: as the file says, until the vault is unlocked\\)`, 'm'),
+      new RegExp(
+        `^${forged}  approved \\(unconfirmed: the journal file's word, not yet checked against its sealed events\\)`,
+        'm',
+      ),
     );
 
     // The person unlocks: the session is what its events say, pending.

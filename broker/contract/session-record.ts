@@ -8,10 +8,13 @@ import type { ClosedSet } from './closed-set.js';
  * broker ran; it is the journal's own record only once its sealed events have been folded over it.
  * - `confirmed`: the journal's own record (written in this run, or folded from its sealed events); its approval, if
  *   any, is acted on.
- * - `unconfirmed`: the row as read at open, not checked yet: its events open once the vault is unlocked. Nothing it
- *   says is acted on until then, and an approval it names is no person's decision the journal can vouch for.
- * - `unverifiable`: the row as read at open; its events did not fold (they do not open, or there are too many of
- *   them): nothing it says is acted on in this run.
+ * - `unconfirmed`: the row as read at open, not checked yet (its events open only while the vault is unlocked; an
+ *   ended session is checked at a later list, at most 100 a list). Nothing it says is acted on until then, and an
+ *   approval it names is no person's decision the journal can vouch for.
+ *   A session written over while unconfirmed (a reconnection while locked) stays unconfirmed until checked.
+ * - `unverifiable`: the row as read at open; its events do not fold (they do not authenticate, a run that never had
+ *   a key sealed them so no unlock opens them, or there are too many of them): nothing it says is acted on in this
+ *   run.
  * - `approval_withheld`: confirmed from its events, but its row at open named another process, which may have bound a
  *   connection to it: its approval is not acted on in this run (its calls get cards).
  */
@@ -29,7 +32,7 @@ export type SessionRecordCheck = keyof typeof SessionRecordCheck;
  */
 export const sessionRecordWords: Readonly<Record<SessionRecordCheck, string | null>> = {
   confirmed: null,
-  unconfirmed: 'unconfirmed: as the file says, until the vault is unlocked',
-  unverifiable: 'unconfirmed: its events do not confirm the file',
+  unconfirmed: "unconfirmed: the journal file's word, not yet checked against its sealed events",
+  unverifiable: 'unconfirmed: its sealed events do not confirm the journal file',
   approval_withheld: 'its approval is not used in this run',
 };

@@ -217,7 +217,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const stopFeeding = [
       journal.onCommit((commit) => changes.publish(topicsOfKinds(commit.kinds), commit.last_seq)),
       vault.onLock(() => changes.publish(['vault'], seqNow())),
-      vault.onUnlock(() => changes.publish(['vault'], seqNow())),
+      // An unlock lets the journal confirm an earlier run's sessions from their sealed events, which writes nothing: the
+      // views that show a session's record (SessionRecordCheck) are told to read again.
+      vault.onUnlock(() => changes.publish(['vault', 'sessions', 'approvals', 'credential_requests'], seqNow())),
     ];
     closers.push(() => stopFeeding.forEach((stop) => stop()));
     // Registered before anything else can lock it, so even a lock during start is announced.

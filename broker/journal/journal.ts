@@ -30,6 +30,7 @@ import type { Clock } from '../ports/clock.js';
 import {
   AuditWriter,
   checkpointEveryEventsDefault,
+  sealedForGood,
   eventHeaderOf,
   type AuditVault,
   type RowCipher,
@@ -1023,15 +1024,17 @@ export class Journal implements BesideWriter {
 
   /**
    * Folds an earlier run's session from its sealed events into the book. Its events cannot be opened while the vault
-   * is locked (AUDIT_KEY_UNAVAILABLE): it stays unconfirmed, to be tried at the next ask. Events that open but do not
-   * fold (a row inserted that does not authenticate, a fold refused) leave it unconfirmed for good: logged.
+   * is locked (AUDIT_KEY_UNAVAILABLE): it stays unconfirmed, to be tried at the next ask. Events that do not fold (a
+   * row inserted that does not authenticate, a fold refused, a run that never had a key sealed them) leave it
+   * unconfirmed for good: logged.
    */
   private confirmSession(sessionId: string): void {
     let folded: SessionState | undefined;
     try {
       folded = this.foldSessionEvents(sessionId);
     } catch (error) {
-      if (error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE') {
+      // Locked: tried again after the next unlock. A run that never had a key sealed them for good: no unlock opens them.
+      if (error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE' && !sealedForGood(error)) {
         this.sessionsLockedOut.add(sessionId);
         return;
       }

@@ -8,6 +8,7 @@ import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
 import { endedSessionsKept } from './session-book.js';
 import { sessionStartedEvent } from '../testing/session-events.js';
+import { openLockedVaultRuns } from '../testing/locked-vault-runs.js';
 
 const opened: TempJournal[] = [];
 afterEach(async () => {
@@ -484,6 +485,7 @@ describe('when another process edits the sessions table while no broker runs (TH
         payload: { client_name: 'claude', client_version: '1' },
       });
       expect(reopened.sessionConfirmed('ses_offline_own')).toBe(false);
+      expect(reopened.sessionRecordCheck('ses_offline_own')).toBe('unconfirmed');
       expect(refuted).toHaveLength(1);
 
       // The person unlocks: each is what its events say at the next ask.
@@ -515,6 +517,27 @@ describe('when another process edits the sessions table while no broker runs (TH
     }
   });
 
+  it('an earlier run’s session that a run with no key sealed is unverifiable, not unconfirmed: no unlock opens its events', async () => {
+    const runs = await openLockedVaultRuns('postern-sessions-lost-', Buffer.from('lost key passphrase'));
+    try {
+      // Run 1 starts locked before any audit key exists and is never unlocked: its events are sealed for good.
+      await runs.run(async (journal) => {
+        await journal.appendSession(sessionStartedEvent('ses_lostkey_1', 7800));
+      });
+      await runs.run(async (journal) => {
+        expect(journal.sessionRecordCheck('ses_lostkey_1')).toBe('unverifiable');
+        await runs.vault.unlock(Buffer.from('lost key passphrase'));
+        expect(journal.sessionRecordCheck('ses_lostkey_1')).toBe('unverifiable');
+        expect(journal.sessionApprovalUsable('ses_lostkey_1')).toBe(false);
+        expect(journal.listCountedSessions().map((c) => [c.session.session_id, c.record])).toEqual([
+          ['ses_lostkey_1', 'unverifiable'],
+        ]);
+      });
+    } finally {
+      await runs.dispose();
+    }
+  });
+
   it('a list confirms an earlier run’s ended sessions a bounded number at a time, newest first, and marks the rest unconfirmed', async () => {
     const t = await temp();
     const ids = Array.from({ length: 130 }, (_, i) => `ses_listed_${String(i).padStart(3, '0')}`);
@@ -523,8 +546,9 @@ describe('when another process edits the sessions table while no broker runs (TH
       await t.journal.appendSession({ kind: 'SESSION_ENDED', action_id: id, payload: { reason: 'process_exited' } });
     }
     await t.journal.close();
-    // The oldest one's row names an approval no person gave.
+    // The oldest one's row names an approval no person gave, and so does the newest one's.
     editSessionRow(t.path, 'ses_listed_000', (state) => ({ ...state, approved_by: 'person:ann' }));
+    editSessionRow(t.path, 'ses_listed_129', (state) => ({ ...state, approved_by: 'person:ann' }));
     const { reopened } = await reopenTelling(t);
     try {
       const records = () => new Map(reopened.listCountedSessions().map((c) => [c.session.session_id, c]));
@@ -533,6 +557,8 @@ describe('when another process edits the sessions table while no broker runs (TH
       expect(ids.filter((id) => first.get(id)?.record === 'confirmed')).toEqual(ids.slice(30));
       expect(ids.filter((id) => first.get(id)?.record === 'unconfirmed')).toEqual(ids.slice(0, 30));
       expect(first.get('ses_listed_000')?.session.approved_by).toBe('person:ann');
+      // One confirmed in this list is listed as its events fold, never as the row read before it.
+      expect(first.get('ses_listed_129')?.session).toMatchObject({ status: 'ended', approved_by: null });
       const second = records();
       expect(ids.filter((id) => second.get(id)?.record !== 'confirmed')).toEqual([]);
       expect(second.get('ses_listed_000')?.session).toMatchObject({ status: 'ended', approved_by: null });

@@ -9,6 +9,7 @@ import {
   type Effect,
   type NewEvent,
   type QueuePosition,
+  sessionRecordWords,
   type SessionState,
 } from '../contract/index.js';
 import {
@@ -444,6 +445,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   async approveSession(sessionId: string, actor: OperatorActor): Promise<SessionState> {
     const session = this.requireSession(sessionId);
+    this.requireApprovableRecord(sessionId);
     const appended = await this.decideSession(session, {
       kind: 'SESSION_APPROVED',
       action_id: sessionId,
@@ -994,7 +996,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (result.ok) return result.appended.session;
     // session_not_pending, session_closed: another decision (or the process's end) landed first.
     const cause = new TransitionRefused(result.refusal);
-    const message = sessionConflictMessage(this.journal.getSession(session.session_id) ?? session);
+    const message = sessionConflictMessage(
+      this.journal.getSession(session.session_id) ?? session,
+      this.journal.sessionRecordCheck(session.session_id),
+    );
     throw new CodedError('DECISION_CONFLICT', message, { field: 'session_id', cause });
   }
 
@@ -1015,6 +1020,27 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (state === undefined || state.ticket !== ticket)
       throw new CodedError('NOT_FOUND', `no ticket #${ticket}`, { field: 'ticket' });
     return state;
+  }
+
+  /**
+   * A person approves the session the journal has a record of: an earlier run's row its sealed events have not
+   * confirmed is the file's word (its status may be forged), and one whose approval this run does not act on would be
+   * approved for nothing. Revoking needs no such record: it only takes away.
+   */
+  private requireApprovableRecord(sessionId: string): void {
+    const record = this.journal.sessionRecordCheck(sessionId);
+    if (record === 'unconfirmed')
+      throw new CodedError(
+        'VAULT_LOCKED',
+        `session ${sessionId} is an earlier run's, and its record is the journal file's word until its sealed events are read, which needs the vault unlocked: unlock, then decide`,
+        { field: 'session_id' },
+      );
+    if (record === 'unverifiable' || record === 'approval_withheld')
+      throw new CodedError(
+        'DECISION_CONFLICT',
+        `session ${sessionId}: ${sessionRecordWords[record] ?? record}, so no approval of it is acted on in this run; the agent started again is a new session`,
+        { field: 'session_id' },
+      );
   }
 
   private requireSession(sessionId: string): SessionState {

@@ -1,4 +1,4 @@
-import type { ActionState, SessionState } from '../contract/index.js';
+import { sessionRecordWords, type ActionState, type SessionRecordCheck, type SessionState } from '../contract/index.js';
 
 /**
  * Why a decision lost its compare-and-swap, in words that name the ticket's current state, e.g.
@@ -34,6 +34,7 @@ export function conflictMessage(
   return `${t} cannot take this decision now (stage ${state.stage})`;
 }
 
-export function sessionConflictMessage(session: SessionState): string {
-  return `session ${session.session_id} is already ${session.status}`;
+export function sessionConflictMessage(session: SessionState, record: SessionRecordCheck = 'confirmed'): string {
+  const words = sessionRecordWords[record];
+  return `session ${session.session_id} is already ${session.status}${words === null ? '' : ` (${words})`}`;
 }

@@ -167,7 +167,7 @@ const eachCallCards = 'each of its calls gets a card';
  * needs the record it decides on); undefined for the ordinary standing.
  */
 function uncheckedStanding(session: SessionSummary): SessionStanding | undefined {
-  const fileSays = `the journal file says ${session.status}${session.approved_by === null ? '' : `, approved by ${session.approved_by}`}`;
+  const fileSays = `the journal file says ${[session.status, ...sessionDecisionWords(session)].join(', ')}`;
   switch (session.record) {
     case 'confirmed':
       return undefined;
@@ -178,7 +178,7 @@ function uncheckedStanding(session: SessionSummary): SessionStanding | undefined
         approvable: false,
         explanation:
           `An earlier run's session, read from the journal file (${fileSays}), which any process of this user could have edited while no broker ran. ` +
-          `The journal confirms it from its own sealed events once the vault is unlocked; until then nothing it says is acted on, and ${eachCallCards}.`,
+          `The journal confirms it from its own sealed events, which open only while the vault is unlocked; until then nothing it says is acted on, and ${eachCallCards}.`,
       };
     case 'unverifiable':
       return {
@@ -200,4 +200,17 @@ function uncheckedStanding(session: SessionSummary): SessionStanding | undefined
           `no approval of it is acted on in this run, and ${eachCallCards}. The same agent started again is a new session.`,
       };
   }
+}
+
+/**
+ * Who approved or revoked a session and why it ended, as its record says: each a person's or the sweeper's word when
+ * the record is confirmed, only the file's when it is not (the Sessions card marks them so).
+ */
+export function sessionDecisionWords(session: SessionSummary): string[] {
+  const words: string[] = [];
+  if (session.approved_by !== null) words.push(`approved by ${session.approved_by}`);
+  if (session.revoked_by !== null) words.push(`revoked by ${session.revoked_by}`);
+  if (session.revoke_reason !== null) words.push(`revoked: ${session.revoke_reason}`);
+  if (session.end_reason !== null) words.push(`ended: ${session.end_reason}`);
+  return words;
 }

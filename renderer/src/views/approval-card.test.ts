@@ -106,6 +106,8 @@ describe("an approval card's agent line", () => {
     expect(confirmed).not.toContain('unconfirmed');
     const base = cardOf(10);
     const forged = cardOf(10, { session: base.session === null ? null : { ...base.session, record: 'unconfirmed' } });
-    expect(cardText(forged)).toContain('session approved (unconfirmed: as the file says, until the vault is unlocked)');
+    expect(cardText(forged)).toContain(
+      "session approved (unconfirmed: the journal file's word, not yet checked against its sealed events)",
+    );
   });
 });

@@ -52,11 +52,27 @@ describe('a session’s card (THREAT-MODEL 3: only a person decides, and the pag
     const text = textOf(forged);
     expect(text).toContain('the file says approved by person:ann (web, operator session), unconfirmed');
     expect(text).not.toMatch(/· approved by person:ann/);
-    expect(text).toContain('once the vault is unlocked');
+    expect(text).toContain('which open only while the vault is unlocked');
     // The same row confirmed pending offers Approve; unconfirmed it does not (a decision needs the journal's record).
     expect(cardHtml(summary('ses_p', { status: 'pending', approved_by: null }))).toContain('>Approve<');
     expect(cardHtml(summary('ses_q', { status: 'pending', approved_by: null, record: 'unconfirmed' }))).not.toContain(
       '>Approve<',
     );
+  });
+
+  it('marks every word of an unconfirmed row that names who decided as the file’s: who revoked it and why', () => {
+    const revoked = {
+      status: 'revoked' as const,
+      approved_by: null,
+      revoked_by: 'person:ann (web, operator session)',
+      revoke_reason: 'Ann revoked it',
+    };
+    const forged = textOf(cardHtml(summary('ses_rev_file', { ...revoked, record: 'unconfirmed' })));
+    expect(forged).toContain(
+      'the file says revoked by person:ann (web, operator session), revoked: Ann revoked it, unconfirmed',
+    );
+    const own = textOf(cardHtml(summary('ses_rev_own', revoked)));
+    expect(own).toContain('revoked by person:ann (web, operator session) · revoked: Ann revoked it');
+    expect(own).not.toContain('the file says');
   });
 });

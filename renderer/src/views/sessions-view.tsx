@@ -4,6 +4,7 @@ import { useAppStore } from '../store/app-store.js';
 import {
   orderSessions,
   sessionApprovalUse,
+  sessionDecisionWords,
   sessionStanding,
   type SessionApprovalUse,
 } from '../store/sessions-reducer.js';
@@ -87,6 +88,9 @@ export function SessionCard({ session, use }: { session: SessionSummary; use: Se
   const exeName = session.exe?.split(/[\\/]/).at(-1) ?? '(process unknown)';
   const live = session.status === 'pending' || session.status === 'approved';
   const standing = sessionStanding(session, use);
+  // An earlier run's row the journal has not confirmed: who decided is the file's word, never shown as a person's.
+  const fromFile = session.record === 'unconfirmed' || session.record === 'unverifiable';
+  const decisions = sessionDecisionWords(session);
   const offersAllow = standing.approvable && session.exe !== null;
   // The broker hashes the executable when the card offers "Always allow": the person sees the bytes the entry binds.
   useEffect(() => {
@@ -135,17 +139,12 @@ export function SessionCard({ session, use }: { session: SessionSummary; use: Se
         <dt>Session</dt>
         <dd>
           <span className="muted">{id}</span> · {session.connected ? 'connected' : 'not connected'}
-          {session.approved_by !== null &&
-            (session.record === 'unconfirmed' || session.record === 'unverifiable' ? (
-              <span data-testid={`session-${id}-approved-by-file`}>
-                {' '}
-                · the file says approved by {session.approved_by}, unconfirmed
-              </span>
+          {decisions.length > 0 &&
+            (fromFile ? (
+              <span data-testid={`session-${id}-file-says`}> · the file says {decisions.join(', ')}, unconfirmed</span>
             ) : (
-              <> · approved by {session.approved_by}</>
+              <> · {decisions.join(' · ')}</>
             ))}
-          {session.revoke_reason !== null && <> · revoked: {session.revoke_reason}</>}
-          {session.end_reason !== null && <> · ended: {session.end_reason}</>}
         </dd>
         {session.allowlist_withheld !== null && (
           <>
