@@ -1,4 +1,4 @@
-import type { ClipboardEvent, InputHTMLAttributes, Ref } from 'react';
+import type { ClipboardEvent, DragEvent, InputHTMLAttributes, Ref } from 'react';
 
 /** What a caller may set on a secret's field; its type and every store-related attribute are fixed here. */
 export type SecretInputProps = Omit<
@@ -13,6 +13,8 @@ export type SecretInputProps = Omit<
   | 'className'
   | 'onCopy'
   | 'onCut'
+  | 'onDragStart'
+  | 'draggable'
 > & { ref?: Ref<HTMLInputElement> };
 
 /**
@@ -22,11 +24,12 @@ export type SecretInputProps = Omit<
  * which on Linux without a keyring is a file any process of the user opens (THREAT-MODEL 1 and 2). A text field
  * is instead what the browser's form history keeps, so `autocomplete="off"` is fixed here too: without it Chromium
  * writes the typed value into its profile's `Web Data` in plain text at submit (e2e/secret-fields.e2e.ts performs
- * both). Password managers that read the page (extensions) are asked to skip it; copying it out is refused, as a
- * password field refuses it. Always uncontrolled: the value is read and cleared by the submit, never React state.
+ * both). Password managers that read the page (extensions) are asked to skip it; copying, cutting or dragging its
+ * text out is refused, as a password field refuses them (a drag would drop the secret, unmasked, into another field or
+ * program). Always uncontrolled: the value is read and cleared by the submit, never React state.
  */
 export function SecretInput({ ref, ...props }: SecretInputProps) {
-  const refuse = (event: ClipboardEvent<HTMLInputElement>) => event.preventDefault();
+  const refuse = (event: ClipboardEvent<HTMLInputElement> | DragEvent<HTMLInputElement>) => event.preventDefault();
   return (
     <input
       {...props}
@@ -44,6 +47,8 @@ export function SecretInput({ ref, ...props }: SecretInputProps) {
       data-form-type="other"
       onCopy={refuse}
       onCut={refuse}
+      onDragStart={refuse}
+      draggable={false}
     />
   );
 }
