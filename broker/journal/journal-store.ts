@@ -209,7 +209,6 @@ export class JournalStore implements AuditStore {
     dropMinute: () => Statement<[CounterKey & { minute: number; n: number }]>;
     pruneMinutes: () => Statement<[number]>;
     bumpSession: () => Statement<[{ session_id: string; calls: number; pending: number }]>;
-    listCountedSessions: () => Statement<[number], { state: string; calls: number; pending: number }>;
     loadCounted: () => Statement<[string], CountedRowColumns>;
     insertEvent: () => Statement<[EventRow]>;
     readTree: () => Statement<[], { size: number; frontier: Uint8Array }>;
@@ -229,7 +228,6 @@ export class JournalStore implements AuditStore {
     listStates: () => Statement<[number, number], { state: string }>;
     unrecordedIds: () => Statement<[], { action_id: string }>;
     upsertAction: () => Statement<unknown[]>;
-    listSessions: () => Statement<[{ statuses: string | null; limit: number }], { state: string }>;
     upsertSession: () => Statement<[Record<string, unknown>]>;
     unresolvedLaneStates: () => Statement<[], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
@@ -307,7 +305,6 @@ export class JournalStore implements AuditStore {
         SELECT decided_by, decided_at_ms, decided_seq, dispatched_at_ms, settled_at_ms, resolved_at_ms
         FROM actions WHERE action_id = ?`,
       ),
-      listSessions: lazy(db, listSessionsSql),
       upsertSession: lazy(
         db,
         `
@@ -480,23 +477,8 @@ export class JournalStore implements AuditStore {
    * (pending, approved, revoked) and the newest `endedKept` of those that did (status `ended`), by first event.
    */
   openingSessions(endedKept: number): SessionState[] {
-    const rows = this.db
-      .prepare(
-        `SELECT state FROM sessions WHERE status != 'ended'
-         UNION ALL
-         SELECT state FROM (SELECT state FROM sessions WHERE status = 'ended' ORDER BY first_seq DESC LIMIT ?)`,
-      )
-      .all(endedKept) as Array<{ state: string }>;
+    const rows = this.db.prepare(openingSessionsSql).all(endedKept) as Array<{ state: string }>;
     return rows.map((row) => upgradeSessionState(row.state));
-  }
-
-  /** The newest `limit` sessions (of `statuses` when given), oldest first (read newest first, then reversed). */
-  listSessions(limit: number, statuses?: readonly string[]): SessionState[] {
-    return this.sql
-      .listSessions()
-      .all({ statuses: statuses === undefined ? null : JSON.stringify(statuses), limit })
-      .reverse()
-      .map((row) => upgradeSessionState(row.state));
   }
 
   /**
@@ -511,15 +493,6 @@ export class JournalStore implements AuditStore {
       )
       .all(JSON.stringify(sessionIds)) as Array<{ session_id: string; calls: number; pending: number }>;
     return new Map(rows.map((r) => [r.session_id, { calls: r.calls, pending: r.pending }]));
-  }
-
-  /** The newest `limit` sessions, oldest first, each with its figures: one counter row per session, no action read. */
-  listCountedSessions(limit: number): CountedSession[] {
-    return this.sql
-      .listCountedSessions()
-      .all(limit)
-      .reverse()
-      .map((row) => ({ session: upgradeSessionState(row.state), calls: row.calls, pending: row.pending }));
   }
 
   writeSession(session: SessionState): void {
@@ -850,10 +823,6 @@ function counterStatements(db: Database) {
       INSERT INTO session_counters (session_id, calls, pending) VALUES (@session_id, @calls, @pending)
       ON CONFLICT (session_id) DO UPDATE SET calls = calls + excluded.calls, pending = pending + excluded.pending`,
     ),
-    listCountedSessions: lazy<Statement<[number], { state: string; calls: number; pending: number }>>(
-      db,
-      listCountedSessionsSql,
-    ),
     loadCounted: lazy<Statement<[string], CountedRowColumns>>(
       db,
       `SELECT session_id, phase, outcome, code, decision, dispatch_seq, recorded, updated_at_ms FROM actions
@@ -965,24 +934,14 @@ function countedColumnsOf(values: readonly ActionColumnValue[]): CountedRowColum
 /** An actions row's column values, in actionColumns' order (with `.raw()`: an array). */
 const loadColumnsSql = `SELECT ${actionColumnNames.join(', ')} FROM actions WHERE action_id = ?`;
 /**
- * The newest `@limit` sessions of the asked statuses (all when null), newest first: a walk of sessions_by_first_seq
- * (migration 018) from its end that stops at the limit, with no sort; listSessions reverses them to oldest first. A
- * status filter skips the rows it does not keep on the way (the sweeper's open sessions: the ended ones between them).
+ * The sessions the journal holds in memory, read once as it opens (openingSessions): every one not ended with its
+ * process (one pass over the table) and the newest `?` of those that ended, walked from the end of
+ * sessions_by_first_seq (migration 018) and stopped at the limit, with no sort.
  */
-export const listSessionsSql = `
-  SELECT state FROM sessions
-  WHERE @statuses IS NULL OR status IN (SELECT value FROM json_each(@statuses))
-  ORDER BY first_seq DESC LIMIT @limit`;
-
-/**
- * sessions.list's read: listSessionsSql's newest `?` (no filter), each with its counter row (migration 017; none yet:
- * a session with no action, 0 and 0). One row per session, read through sessions_by_first_seq and stopped at the
- * limit; the counter row by its key. Newest first; listCountedSessions reverses them.
- */
-export const listCountedSessionsSql = `
-  SELECT s.state, coalesce(c.calls, 0) AS calls, coalesce(c.pending, 0) AS pending
-  FROM sessions AS s LEFT JOIN session_counters AS c ON c.session_id = s.session_id
-  ORDER BY s.first_seq DESC LIMIT ?`;
+export const openingSessionsSql = `
+  SELECT state FROM sessions WHERE status != 'ended'
+  UNION ALL
+  SELECT state FROM (SELECT state FROM sessions WHERE status = 'ended' ORDER BY first_seq DESC LIMIT ?)`;
 
 const upsertActionSql = `
   INSERT INTO actions (action_id, ${actionColumnNames.join(', ')}, state)
