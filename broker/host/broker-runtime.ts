@@ -69,6 +69,7 @@ import { readActionRecording } from './action-recording.js';
 import { createOperatorVault } from './operator-vault.js';
 import { startResultPurge } from './result-purge.js';
 import { announceVaultLocks, warnMissingCredentials } from './vault-announcements.js';
+import { confirmSessionsBehind } from './session-confirmer.js';
 
 export interface BrokerRuntimeOptions {
   dataDir: string;
@@ -214,14 +215,26 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const changes = createChangeFeed({ clock });
     closers.push(() => changes.close());
     const seqNow = (): number => journal.stats().last_seq;
+    // An unlock lets the journal confirm an earlier run's sessions from their sealed events, which writes nothing: the
+    // views that show a session's record (SessionRecordCheck) are told to read again, and what no view asked for is
+    // confirmed behind the loop, a notice following once it is.
+    let stopConfirming = (): void => {};
     const stopFeeding = [
       journal.onCommit((commit) => changes.publish(topicsOfKinds(commit.kinds), commit.last_seq)),
-      vault.onLock(() => changes.publish(['vault'], seqNow())),
-      // An unlock lets the journal confirm an earlier run's sessions from their sealed events, which writes nothing: the
-      // views that show a session's record (SessionRecordCheck) are told to read again.
-      vault.onUnlock(() => changes.publish(['vault', 'sessions', 'approvals', 'credential_requests'], seqNow())),
+      vault.onLock(() => {
+        stopConfirming();
+        changes.publish(['vault'], seqNow());
+      }),
+      vault.onUnlock(() => {
+        changes.publish(['vault', 'sessions', 'approvals', 'credential_requests'], seqNow());
+        stopConfirming();
+        stopConfirming = confirmSessionsBehind(journal, () => changes.publish(['sessions', 'approvals'], seqNow()));
+      }),
     ];
-    closers.push(() => stopFeeding.forEach((stop) => stop()));
+    closers.push(() => {
+      stopConfirming();
+      stopFeeding.forEach((stop) => stop());
+    });
     // Registered before anything else can lock it, so even a lock during start is announced.
     const locks = announceVaultLocks(vault, clock, logger);
     closers.push(warnMissingCredentials(config, vault, logger));

@@ -1016,6 +1016,23 @@ export class Journal implements BesideWriter {
     return this.recordCheckOf(sessionId);
   }
 
+  /**
+   * Confirms at most `max` of the sessions still unconfirmed that can be tried now (not found locked since the last
+   * unlock, not found not to fold): what the runtime runs a turn of the loop at a time after an unlock, so an earlier
+   * run's sessions read as their events say without a list asking for each (broker/host/session-confirmer.ts).
+   * `left`: whether some can still be tried. Quiet on a journal that is not open (nothing to confirm, nothing left).
+   */
+  confirmHeldSessions(max: number): { confirmed: number; left: boolean } {
+    if (this.state !== 'open') return { confirmed: 0, left: false };
+    const triable = this.sessionBook
+      .unconfirmedIds()
+      .filter((id) => !this.sessionsLockedOut.has(id) && !this.sessionsRefutedForGood.has(id));
+    let confirmed = 0;
+    for (const id of triable.slice(0, max))
+      if (this.tryConfirmSession(id) && !this.sessionBook.isUnconfirmed(id)) confirmed++;
+    return { confirmed, left: triable.length > max };
+  }
+
   private recordCheckOf(sessionId: string): SessionRecordCheck {
     if (this.sessionBook.isUnconfirmed(sessionId))
       return this.sessionsRefutedForGood.has(sessionId) ? 'unverifiable' : 'unconfirmed';

@@ -65,6 +65,11 @@ export class SessionBook {
     return this.unconfirmed.has(sessionId);
   }
 
+  /** The sessions read at open that no fold of their events has confirmed yet, in the order the table gave them. */
+  unconfirmedIds(): string[] {
+    return [...this.unconfirmed];
+  }
+
   /** A session written over its unconfirmed row (a commit planned before the row was confirmed): unconfirmed again. */
   unconfirm(sessionId: string): void {
     if (this.byId.has(sessionId)) this.unconfirmed.add(sessionId);
