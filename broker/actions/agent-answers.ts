@@ -48,7 +48,7 @@ export function closedSessionRefusal(
   if (words !== null && record !== 'approval_withheld' && (session.status === 'revoked' || session.status === 'ended'))
     return {
       code: session.status === 'revoked' ? 'SESSION_REVOKED' : 'SESSION_ENDED',
-      message: `this session's record says ${session.status} (${words}; its events open only while the vault is unlocked); ${what}`,
+      message: `this session's record says ${session.status} (${words}${record === 'unconfirmed' ? '; its events open only while the vault is unlocked' : ''}); ${what}`,
     };
   if (session.status === 'revoked')
     return { code: 'SESSION_REVOKED', message: `a person revoked this session; ${what}` };

@@ -9,8 +9,9 @@ import type { ClosedSet } from './closed-set.js';
  * - `confirmed`: the journal's own record (written in this run, or folded from its sealed events); its approval, if
  *   any, is acted on.
  * - `unconfirmed`: the row as read at open, not checked yet (its events open only while the vault is unlocked; an
- *   ended session is checked at a later list, at most 100 a list). Nothing it says is acted on until then, and an
- *   approval it names is no person's decision the journal can vouch for.
+ *   ended session is checked by a later list, or by the daemon behind the loop after an unlock, a bounded number at a
+ *   time). Nothing it says is acted on until then, and an approval it names is no person's decision the journal can
+ *   vouch for.
  *   A session written over while unconfirmed (a reconnection while locked) stays unconfirmed until checked.
  * - `unverifiable`: the row as read at open; its events do not fold (they do not authenticate, a run that never had
  *   a key sealed them so no unlock opens them, or there are too many of them): nothing it says is acted on in this

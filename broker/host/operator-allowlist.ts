@@ -26,8 +26,10 @@ export function createAllowlistOperator(deps: {
         await queue.approveSession(input.session_id, actor);
         return { ...added, session_approved: true };
       } catch (error) {
-        // Approved, revoked or ended meanwhile: the entry stands, the session's own record decides.
-        if (isCodedError(error) && error.code === 'DECISION_CONFLICT') return { ...added, session_approved: false };
+        // Approved, revoked or ended meanwhile, or a record the journal cannot confirm now: the entry stands, the
+        // session's own record decides.
+        if (isCodedError(error) && (error.code === 'DECISION_CONFLICT' || error.code === 'VAULT_LOCKED'))
+          return { ...added, session_approved: false };
         throw error;
       }
     },

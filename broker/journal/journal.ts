@@ -185,6 +185,11 @@ export interface JournalOpenOptions {
    */
   readonly writerThreadIdleMs?: number;
   /**
+   * The loop time one sessions.list, or one turn of the session confirmer, gives to confirming an earlier run's
+   * sessions after the first (sessionsConfirmBudgetMsDefault; tests that count confirmations pass a large one).
+   */
+  readonly sessionsConfirmBudgetMs?: number;
+  /**
    * With a writer thread: a batch of fewer events than this commits on the loop, as without one (a lone caller's
    * commit would only wait for the hop); a larger one, what many callers queued in one turn, goes to the thread.
    */
@@ -443,6 +448,7 @@ export class Journal implements BesideWriter {
   /** When a batch was last posted to the thread (performance.now()): the idle timer measures from it. */
   private threadUsedAtMs = 0;
   private readonly threadIdleMs: number;
+  private readonly sessionsConfirmBudgetMs: number;
   /** Checks each new event against the contract (JournalOpenOptions.eventChecks). */
   private readonly eventChecker: NewEventChecker;
   /** With a writer thread: the batches posted whose ack is not yet heard, oldest first (writerBatchesInFlightMax). */
@@ -509,6 +515,7 @@ export class Journal implements BesideWriter {
     this.threadMode =
       options.writerThread === true ? 'eager' : options.writerThread === 'on-demand' ? 'on-demand' : false;
     this.threadIdleMs = positive(options.writerThreadIdleMs ?? writerThreadIdleMsDefault, 'writerThreadIdleMs');
+    this.sessionsConfirmBudgetMs = options.sessionsConfirmBudgetMs ?? sessionsConfirmBudgetMsDefault;
     this.eventChecker = new NewEventChecker(options.eventChecks ?? eventChecksFromEnv());
     this.threadBatchEventsMin = positive(
       options.threadBatchEventsMin ?? threadBatchEventsMinDefault,
@@ -1020,17 +1027,30 @@ export class Journal implements BesideWriter {
    * Confirms at most `max` of the sessions still unconfirmed that can be tried now (not found locked since the last
    * unlock, not found not to fold): what the runtime runs a turn of the loop at a time after an unlock, so an earlier
    * run's sessions read as their events say without a list asking for each (broker/host/session-confirmer.ts).
-   * `left`: whether some can still be tried. Quiet on a journal that is not open (nothing to confirm, nothing left).
+   * Also stops once it has spent `budgetMs` of the loop, after the first. `tried`: how many it tried; `settled`: of
+   * those, how many are no longer waiting for an unlock (confirmed, forgotten, or found unverifiable: each changes
+   * what its card says); `left`: whether some can still be tried. Quiet on a
+   * journal that is not open (nothing tried, nothing left).
    */
-  confirmHeldSessions(max: number): { confirmed: number; left: boolean } {
-    if (this.state !== 'open') return { confirmed: 0, left: false };
+  confirmHeldSessions(
+    max: number,
+    budgetMs = this.sessionsConfirmBudgetMs,
+  ): { tried: number; settled: number; left: boolean } {
+    if (this.state !== 'open') return { tried: 0, settled: 0, left: false };
     const triable = this.sessionBook
       .unconfirmedIds()
       .filter((id) => !this.sessionsLockedOut.has(id) && !this.sessionsRefutedForGood.has(id));
-    let confirmed = 0;
-    for (const id of triable.slice(0, max))
-      if (this.tryConfirmSession(id) && !this.sessionBook.isUnconfirmed(id)) confirmed++;
-    return { confirmed, left: triable.length > max };
+    // Bounded by time too: a session's fold reads all its events, up to 8,192 (one per reconnection).
+    const until = performance.now() + budgetMs;
+    let tried = 0;
+    let settled = 0;
+    for (const id of triable) {
+      if (tried >= max || (tried > 0 && performance.now() >= until)) break;
+      if (!this.tryConfirmSession(id)) continue;
+      tried++;
+      if (!this.sessionsLockedOut.has(id)) settled++;
+    }
+    return { tried, settled, left: triable.length > tried };
   }
 
   private recordCheckOf(sessionId: string): SessionRecordCheck {
@@ -1124,9 +1144,12 @@ export class Journal implements BesideWriter {
     // figures are the table's counters.
     for (const s of this.sessionBook.unendedSessions()) this.tryConfirmSession(s.session_id);
     let budget = sessionsConfirmedPerList;
+    const until = performance.now() + this.sessionsConfirmBudgetMs;
     const listed = this.sessionBook.list(endedSessionsKept);
-    for (let i = listed.length - 1; i >= 0 && budget > 0; i--)
+    for (let i = listed.length - 1; i >= 0 && budget > 0; i--) {
+      if (budget < sessionsConfirmedPerList && performance.now() >= until) break;
       if (this.tryConfirmSession(listed[i]?.session_id ?? '')) budget--;
+    }
     const sessions = budget === sessionsConfirmedPerList ? listed : this.sessionBook.list(endedSessionsKept);
     const figures = this.store.sessionFigures(sessions.map((s) => s.session_id));
     return sessions.map((session) => ({
@@ -2310,6 +2333,13 @@ const endedFromLogKept = 256;
  * listCountedSessions) beyond those not ended: a few milliseconds of the loop a call (bench/sessions-confirm.ts).
  */
 const sessionsConfirmedPerList = 100;
+
+/**
+ * The loop time one sessions.list or one turn of the session confirmer (confirmHeldSessions) gives to confirming
+ * ended sessions, after the first: a session's fold reads all its events, up to 8,192 (one per reconnection), so a
+ * count alone does not bound it. What is left is confirmed at the next list or turn.
+ */
+export const sessionsConfirmBudgetMsDefault = 20;
 
 /** A session as sessions.list shows it: its record, how far the journal has checked it, and its counters. */
 export interface ListedSession extends CountedSession {

@@ -5,7 +5,7 @@ import { projectSessions } from '../core/index.js';
 import { replayJournal } from '../testing/replay-journal.js';
 import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
-import { Journal } from './journal.js';
+import { Journal, type JournalOpenOptions } from './journal.js';
 import { endedSessionsKept } from './session-book.js';
 import { sessionStartedEvent } from '../testing/session-events.js';
 import { openLockedVaultRuns } from '../testing/locked-vault-runs.js';
@@ -517,6 +517,26 @@ describe('when another process edits the sessions table while no broker runs (TH
     }
   });
 
+  it('a list gives confirming ended sessions a time budget too: with none left, one a list (a fold may read thousands of events)', async () => {
+    const t = await temp();
+    for (let i = 0; i < 5; i++) {
+      const id = `ses_budget_${i}`;
+      await t.journal.appendSession(sessionStartedEvent(id, 8600 + i));
+      await t.journal.appendSession({ kind: 'SESSION_ENDED', action_id: id, payload: { reason: 'process_exited' } });
+    }
+    await t.journal.close();
+    const { reopened } = await reopenTelling(t, { sessionsConfirmBudgetMs: 0 });
+    try {
+      const unconfirmed = () => reopened.listCountedSessions().filter((c) => c.record === 'unconfirmed').length;
+      expect([unconfirmed(), unconfirmed(), unconfirmed()]).toEqual([4, 3, 2]);
+      // The confirmer's turn is bounded the same way: one, then the rest at the next.
+      expect(reopened.confirmHeldSessions(100)).toEqual({ tried: 1, settled: 1, left: true });
+      expect(reopened.confirmHeldSessions(100, 60_000)).toEqual({ tried: 1, settled: 1, left: false });
+    } finally {
+      await reopened.close();
+    }
+  });
+
   it('an earlier run’s session that a run with no key sealed is unverifiable, not unconfirmed: no unlock opens its events', async () => {
     const runs = await openLockedVaultRuns('postern-sessions-lost-', Buffer.from('lost key passphrase'));
     try {
@@ -549,7 +569,8 @@ describe('when another process edits the sessions table while no broker runs (TH
     // The oldest one's row names an approval no person gave, and so does the newest one's.
     editSessionRow(t.path, 'ses_listed_000', (state) => ({ ...state, approved_by: 'person:ann' }));
     editSessionRow(t.path, 'ses_listed_129', (state) => ({ ...state, approved_by: 'person:ann' }));
-    const { reopened } = await reopenTelling(t);
+    // Counted, not timed: this list may take as long as it needs (the time bound is the next test's).
+    const { reopened } = await reopenTelling(t, { sessionsConfirmBudgetMs: 60_000 });
     try {
       const records = () => new Map(reopened.listCountedSessions().map((c) => [c.session.session_id, c]));
       const first = records();
@@ -587,13 +608,17 @@ function editSessionRow(
 }
 
 /** The journal opened again on `t`'s file (as the next broker start), with what it tells of refuted session rows. */
-async function reopenTelling(t: TempJournal): Promise<{ reopened: Journal; refuted: unknown[] }> {
+async function reopenTelling(
+  t: TempJournal,
+  options: Pick<JournalOpenOptions, 'sessionsConfirmBudgetMs'> = {},
+): Promise<{ reopened: Journal; refuted: unknown[] }> {
   const refuted: unknown[] = [];
   const reopened = await Journal.open({
     path: t.path,
     clock: t.clock,
     vault: t.vault,
     onSessionRowRefuted: (report) => refuted.push(report),
+    ...options,
   });
   return { reopened, refuted };
 }

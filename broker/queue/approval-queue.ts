@@ -1032,7 +1032,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (record === 'unconfirmed')
       throw new CodedError(
         'VAULT_LOCKED',
-        `session ${sessionId} is an earlier run's, and its record is the journal file's word until its sealed events are read, which needs the vault unlocked: unlock, then decide`,
+        `session ${sessionId} is an earlier run's, and its record is the journal file's word until its sealed events are read, which needs the vault unlocked: unlock, then decide (a record its events still do not confirm then cannot be approved in this run)`,
         { field: 'session_id' },
       );
     if (record === 'unverifiable' || record === 'approval_withheld')

@@ -64,14 +64,19 @@ const approvals = (journal: Journal, id: string): number =>
 describe('a decision on a session whose record the journal has not confirmed', () => {
   it('while locked, Approve is refused VAULT_LOCKED and nothing is journaled; after the unlock it is decided on the events’ record', async () => {
     const { t, journal, queue } = await nextRun(
-      ['ses_unconf_1'],
+      ['ses_unconf_1', 'ses_unconf_pending'],
       (path) => editSessionRow(path, 'ses_unconf_1', (s) => ({ ...s, status: 'approved', approved_by: 'person:ann' })),
       true,
     );
     const refused = await codedRefusal(queue.approveSession('ses_unconf_1', person));
     expect(refused).toMatchObject({ code: 'VAULT_LOCKED', field: 'session_id' });
     expect(refused.message).toContain('unlock, then decide');
+    // One whose row still says pending is refused too: an approval folded over a row is not a record of one.
+    expect(await codedRefusal(queue.approveSession('ses_unconf_pending', person))).toMatchObject({
+      code: 'VAULT_LOCKED',
+    });
     t.vault.unlock();
+    expect(approvals(journal, 'ses_unconf_pending')).toBe(0);
     expect(approvals(journal, 'ses_unconf_1')).toBe(0);
     // Unlocked: the events say pending (the file's "approved" was forged), and the person's approval is recorded.
     await expect(queue.approveSession('ses_unconf_1', person)).resolves.toMatchObject({
@@ -113,6 +118,12 @@ describe('a decision on a session whose record the journal has not confirmed', (
     expect(told?.code).toBe('SESSION_REVOKED');
     expect(told?.message).not.toContain('a person revoked');
     expect(told?.message).toContain("this session's record says revoked (unconfirmed:");
+    // Unverifiable: no unlock opens its events, so none is promised.
+    const lost = closedSessionRefusal(session, 'nothing was accepted', 'unverifiable');
+    expect(lost?.message).toContain(
+      "this session's record says revoked (unconfirmed: its sealed events do not confirm",
+    );
+    expect(lost?.message).not.toContain('vault is unlocked');
     // Confirmed, a person's revocation is said as one.
     const confirmed = closedSessionRefusal(session, 'nothing was accepted', 'confirmed');
     expect(confirmed?.message).toBe('a person revoked this session; nothing was accepted');

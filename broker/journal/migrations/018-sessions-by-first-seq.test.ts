@@ -73,7 +73,8 @@ describe('the sessions a journal of 1,240 opens with, and sessions.list (migrati
     expect(db.prepare(`SELECT count(*) AS n FROM sessions`).get()).toEqual({ n: sessionCount });
     expectIndexOrdered(plan(db, openingSessionsSql, 1_000));
 
-    // What the journal answers (from the book it opened with): the newest 1,000, oldest first, with their figures.
+    // What the journal answers (from its session book, moved by the commits above): the newest 1,000, oldest first,
+    // with their figures. The set a reopen reads is the next test's.
     const counted = t.journal.listCountedSessions();
     expect(counted.map((c) => c.session.session_id)).toEqual(ids.slice(sessionCount - 1_000));
     expect(counted.at(-1)).toMatchObject({ calls: 2, pending: 1 });
