@@ -8,36 +8,10 @@ import {
   sessionsReducer,
   sessionStanding,
 } from './sessions-reducer.js';
+import { sessionOf } from './test-sessions.js';
 
-const session = (id: string, status: SessionSummary['status'], startedAtMs: number): SessionSummary => ({
-  session_id: id,
-  status,
-  pid: 100,
-  uid: 1000,
-  start_time: '1',
-  ppid: 1,
-  exe: '/usr/bin/node',
-  cwd: '/work',
-  parent_exe: null,
-  client_name: null,
-  client_version: null,
-  allowlist_withheld: null,
-  approved_by: null,
-  revoked_by: null,
-  revoke_reason: null,
-  end_reason: null,
-  first_seq: 1,
-  last_seq: 1,
-  started_at_ms: startedAtMs,
-  ended_at_ms: null,
-  updated_at_ms: startedAtMs,
-  approved_at_ms: null,
-  reconnects: 0,
-  calls: 0,
-  pending: 0,
-  connected: true,
-  record: 'confirmed',
-});
+const session = (id: string, status: SessionSummary['status'], startedAtMs: number): SessionSummary =>
+  sessionOf(id, { status, started_at_ms: startedAtMs, updated_at_ms: startedAtMs });
 
 describe('sessions', () => {
   it('orders those waiting for a person first, then live, revoked and ended; newest first within each', () => {

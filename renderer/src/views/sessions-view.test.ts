@@ -2,39 +2,21 @@ import { createElement } from 'react';
 import { describe, expect, it } from 'vitest';
 import type { SessionSummary } from '../../../broker/contract/index.js';
 import { sessionApprovalUse } from '../store/sessions-reducer.js';
+import { sessionOf } from '../store/test-sessions.js';
 import { renderView, textOf } from './render-test-support.js';
 import { SessionCard } from './sessions-view.js';
 
-const summary = (id: string, overrides: Partial<SessionSummary>): SessionSummary => ({
-  session_id: id,
-  status: 'approved',
-  pid: 4242,
-  uid: 1000,
-  start_time: '424200',
-  ppid: 1,
-  exe: '/usr/bin/node',
-  cwd: '/work',
-  parent_exe: null,
-  client_name: null,
-  client_version: null,
-  allowlist_withheld: null,
-  approved_by: 'person:ann (web, operator session)',
-  revoked_by: null,
-  revoke_reason: null,
-  end_reason: null,
-  first_seq: 1,
-  last_seq: 2,
-  started_at_ms: 1_000,
-  ended_at_ms: null,
-  updated_at_ms: 1_000,
-  approved_at_ms: 1_000,
-  reconnects: 0,
-  calls: 0,
-  pending: 0,
-  connected: true,
-  record: 'confirmed',
-  ...overrides,
-});
+/** An approved session, confirmed unless the case says otherwise. */
+const summary = (id: string, overrides: Partial<SessionSummary>): SessionSummary =>
+  sessionOf(id, {
+    status: 'approved',
+    pid: 4242,
+    start_time: '424200',
+    last_seq: 2,
+    approved_by: 'person:ann (web, operator session)',
+    approved_at_ms: 1_000,
+    ...overrides,
+  });
 
 /** One session's card as React renders it, where approval: session is in use. */
 const cardHtml = (session: SessionSummary): string =>
