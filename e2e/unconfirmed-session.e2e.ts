@@ -1,10 +1,10 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { journalFileName } from '../broker/journal/index.js';
+import { editSessionRow } from '../broker/testing/session-rows.js';
 import { createVaultAsPerson } from '../tests/support/accepted-config.js';
 import { DrillAgent } from '../tests/support/drill-agent.js';
 import { op, waitFor } from '../tests/support/drill.js';
@@ -69,16 +69,11 @@ describe('a session row edited while no broker ran, on the Sessions page', () =>
     await daemon.process.stop('SIGTERM');
 
     // The agent's own connection to the file, while no broker holds it.
-    const file = new Database(path.join(dataDir, journalFileName), { timeout: 5_000 });
-    try {
-      const row = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get(id) as { state: string };
-      const forged = { ...JSON.parse(row.state), status: 'approved', approved_by: forgedBy };
-      file
-        .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
-        .run('approved', JSON.stringify(forged), id);
-    } finally {
-      file.close();
-    }
+    editSessionRow(path.join(dataDir, journalFileName), id, (state) => ({
+      ...state,
+      status: 'approved',
+      approved_by: forgedBy,
+    }));
 
     daemon = await startDaemon(dataDir);
     await waitFor(

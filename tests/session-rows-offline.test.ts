@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { journalFileName } from '../broker/journal/journal-file-name.js';
+import { editSessionRow } from '../broker/testing/session-rows.js';
 import { DrillAgent, type ToolReply } from './support/drill-agent.js';
 import { closeDrill, drillPassphrase, op, openDrill, waitFor, type Drill } from './support/drill.js';
 import { unlockAsPerson } from './support/person-decision.js';
@@ -66,20 +66,11 @@ describe('when the agent sets its pending session to approved in the journal fil
     await drill.daemon.process.stop('SIGTERM');
 
     // The agent's own connection to the journal file, while no broker holds it.
-    const file = new Database(path.join(dataDir, journalFileName), { timeout: 5_000 });
-    try {
-      const row = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get(forged) as { state: string };
-      const approved = {
-        ...JSON.parse(row.state),
-        status: 'approved',
-        approved_by: 'person:ann (cli, passphrase on tty)',
-      };
-      file
-        .prepare('UPDATE sessions SET status = ?, state = ? WHERE session_id = ?')
-        .run('approved', JSON.stringify(approved), forged);
-    } finally {
-      file.close();
-    }
+    editSessionRow(path.join(dataDir, journalFileName), forged, (state) => ({
+      ...state,
+      status: 'approved',
+      approved_by: 'person:ann (cli, passphrase on tty)',
+    }));
 
     // The broker starts again, locked (as after a reboot, before the person unlocks); the agents reconnect through
     // their shims. The forged session's events cannot be opened yet: its row is all there is, and its approval is not

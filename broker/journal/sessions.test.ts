@@ -8,6 +8,7 @@ import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, type JournalOpenOptions } from './journal.js';
 import { endedSessionsKept } from './session-book.js';
 import { sessionStartedEvent } from '../testing/session-events.js';
+import { editSessionRow } from '../testing/session-rows.js';
 import { openLockedVaultRuns } from '../testing/locked-vault-runs.js';
 
 const opened: TempJournal[] = [];
@@ -588,24 +589,6 @@ describe('when another process edits the sessions table while no broker runs (TH
     }
   });
 });
-
-/** Another process's edit of one session's row (state and the columns beside it), through its own connection. */
-function editSessionRow(
-  path: string,
-  sessionId: string,
-  change: (state: Record<string, unknown>) => Record<string, unknown>,
-): void {
-  const file = new Database(path, { timeout: 5_000 });
-  try {
-    const row = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get(sessionId) as { state: string };
-    const state = change(JSON.parse(row.state) as Record<string, unknown>);
-    file
-      .prepare('UPDATE sessions SET status = ?, pid = ?, start_time = ?, state = ? WHERE session_id = ?')
-      .run(state['status'], state['pid'], state['start_time'], JSON.stringify(state), sessionId);
-  } finally {
-    file.close();
-  }
-}
 
 /** The journal opened again on `t`'s file (as the next broker start), with what it tells of refuted session rows. */
 async function reopenTelling(

@@ -1,10 +1,9 @@
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closedSessionRefusal } from '../actions/agent-answers.js';
 import { parseConfig } from '../config/index.js';
-import type { SessionState } from '../contract/index.js';
 import { Journal } from '../journal/index.js';
 import { sessionStartedEvent } from '../testing/session-events.js';
+import { editSessionRow } from '../testing/session-rows.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { codedRefusal } from '../testing/queue-waits.js';
 import { person } from '../testing/queue-fixture.js';
@@ -24,19 +23,6 @@ afterEach(async () => {
     await o.t.dispose();
   }
 });
-
-function editSessionRow(path: string, sessionId: string, change: (state: SessionState) => SessionState): void {
-  const file = new Database(path, { timeout: 5_000 });
-  try {
-    const row = file.prepare('SELECT state FROM sessions WHERE session_id = ?').get(sessionId) as { state: string };
-    const state = change(JSON.parse(row.state) as SessionState);
-    file
-      .prepare('UPDATE sessions SET status = ?, pid = ?, start_time = ?, state = ? WHERE session_id = ?')
-      .run(state.status, state.pid, state.start_time, JSON.stringify(state), sessionId);
-  } finally {
-    file.close();
-  }
-}
 
 /** A first run that leaves `ids` pending, `edit` applied to the file while no broker runs, and the next run's queue. */
 async function nextRun(
