@@ -79,7 +79,9 @@ export async function actionCall(
 ): Promise<ToolAnswer> {
   const session = deps.journal.getSession(sessionId);
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
-  const closed = closedSessionRefusal(session, 'nothing was accepted', deps.journal.sessionRecordCheck(sessionId));
+  const closed = closedSessionRefusal(session, 'nothing was accepted', () =>
+    deps.journal.sessionRecordCheck(sessionId),
+  );
   if (closed !== undefined) return refusal(closed.code, closed.message, 'never');
   const { waitMs, rest, problem } = splitWait(tool, args, deps.config.agents.wait_ms_default ?? callWaitMsDefault);
   if (problem !== undefined) return problem;

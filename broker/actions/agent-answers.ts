@@ -33,26 +33,28 @@ export interface StoredHttpResponse {
 }
 
 /**
- * Why a closed session refuses what its process asks, given how far the journal has checked its record: a person revoked it (SESSION_REVOKED), or the session sweeper
+ * Why a closed session refuses what its process asks: a person revoked it (SESSION_REVOKED), or the session sweeper
  * ended it because its agent process was gone (SESSION_ENDED: nobody revoked it, the caller went away). A revoked
  * session whose process then went stays revoked. `what` says what was refused; undefined while the session is open.
+ * `recordOf` says how far the journal has checked the record (Journal.sessionRecordCheck), asked only of a closed one.
  */
 export function closedSessionRefusal(
   session: SessionState,
   what: string,
-  record: SessionRecordCheck,
+  recordOf: () => SessionRecordCheck,
 ): { readonly code: 'SESSION_REVOKED' | 'SESSION_ENDED'; readonly message: string } | undefined {
+  if (session.status !== 'revoked' && session.status !== 'ended') return undefined;
+  const record = recordOf();
   const words = sessionRecordWords[record];
   // An earlier run's row the journal has not confirmed (THREAT-MODEL 3): refused all the same (fail closed), but never
   // told as a person's revocation or the sweeper's finding: the file says so, which any process could have written.
-  if (words !== null && record !== 'approval_withheld' && (session.status === 'revoked' || session.status === 'ended'))
+  if (words !== null && record !== 'approval_withheld')
     return {
       code: session.status === 'revoked' ? 'SESSION_REVOKED' : 'SESSION_ENDED',
       message: `this session's record says ${session.status} (${words}${record === 'unconfirmed' ? '; its events open only while the vault is unlocked' : ''}); ${what}`,
     };
   if (session.status === 'revoked')
     return { code: 'SESSION_REVOKED', message: `a person revoked this session; ${what}` };
-  if (session.status !== 'ended') return undefined;
   const when = session.end_reason === 'broker_found_gone' ? 'when it started' : 'while it ran';
   return {
     code: 'SESSION_ENDED',

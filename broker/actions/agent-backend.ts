@@ -268,9 +268,7 @@ async function openSession(
 ): Promise<{ session_id: string }> {
   const existing = deps.journal.findSessionByProcess(peer.pid, peer.start_time);
   if (existing !== undefined) {
-    const closed = closedSessionRefusal(
-      existing,
-      "this process's calls are refused",
+    const closed = closedSessionRefusal(existing, "this process's calls are refused", () =>
       deps.journal.sessionRecordCheck(existing.session_id),
     );
     if (closed !== undefined) throw new CodedError(closed.code, closed.message);
@@ -318,9 +316,7 @@ async function openSession(
     // session_exists, session_not_pending: the same process under the same boot maps to the same id, and an earlier record decides.
     const recorded = deps.journal.getSession(sessionId);
     if (recorded === undefined) throw new TransitionRefused(approved.refusal);
-    const closed = closedSessionRefusal(
-      recorded,
-      "this process's calls are refused",
+    const closed = closedSessionRefusal(recorded, "this process's calls are refused", () =>
       deps.journal.sessionRecordCheck(recorded.session_id),
     );
     if (closed !== undefined) throw new CodedError(closed.code, closed.message);

@@ -19,7 +19,9 @@ export async function credentialRequestCall(
   if (requests === undefined) return refusal('UNSUPPORTED_ACTION', 'this broker takes no credential requests', 'never');
   const session = deps.journal.getSession(sessionId);
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
-  const closed = closedSessionRefusal(session, 'nothing was accepted', deps.journal.sessionRecordCheck(sessionId));
+  const closed = closedSessionRefusal(session, 'nothing was accepted', () =>
+    deps.journal.sessionRecordCheck(sessionId),
+  );
   if (closed !== undefined) return refusal(closed.code, closed.message, 'never');
   const parsed = credentialRequestInputSchema.safeParse(args, agentParse);
   if (!parsed.success) {

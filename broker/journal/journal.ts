@@ -1029,8 +1029,8 @@ export class Journal implements BesideWriter {
    * run's sessions read as their events say without a list asking for each (broker/host/session-confirmer.ts).
    * Also stops once it has spent `budgetMs` of the loop, after the first. `tried`: how many it tried; `settled`: of
    * those, how many are no longer waiting for an unlock (confirmed, forgotten, or found unverifiable: each changes
-   * what its card says); `left`: whether some can still be tried. Quiet on a
-   * journal that is not open (nothing tried, nothing left).
+   * what its card says); `left`: whether some can still be tried. Quiet on a journal that is not open (nothing tried,
+   * nothing left).
    */
   confirmHeldSessions(
     max: number,
@@ -1139,9 +1139,9 @@ export class Journal implements BesideWriter {
     // them held), never the table's rows, among which another process could insert a thousand newer ones and so empty
     // the page. An earlier run's session is shown as its events say where they open (a row forged to approved is not
     // shown approved once they do), and each says how far it is checked (`record`). Every session not ended is
-    // confirmed at once; of the ended ones, which nothing acts on, at most sessionsConfirmedPerList a call, newest
-    // first, so the first list after an unlock does not fold a thousand sessions' events in one turn of the loop. The
-    // figures are the table's counters.
+    // confirmed at once; of the ended ones, which nothing acts on, at most sessionsConfirmedPerList a call and, after
+    // the first, sessionsConfirmBudgetMs of the loop, newest first, so the first list after an unlock does not fold a
+    // thousand sessions' events in one turn of the loop. The figures are the table's counters.
     for (const s of this.sessionBook.unendedSessions()) this.tryConfirmSession(s.session_id);
     let budget = sessionsConfirmedPerList;
     const until = performance.now() + this.sessionsConfirmBudgetMs;

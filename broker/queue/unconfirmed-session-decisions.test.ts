@@ -100,18 +100,20 @@ describe('a decision on a session whose record the journal has not confirmed', (
     );
     const session = journal.getSession('ses_forgedrev');
     if (session === undefined) throw new Error('no session');
-    const told = closedSessionRefusal(session, 'nothing was accepted', journal.sessionRecordCheck('ses_forgedrev'));
+    const told = closedSessionRefusal(session, 'nothing was accepted', () =>
+      journal.sessionRecordCheck('ses_forgedrev'),
+    );
     expect(told?.code).toBe('SESSION_REVOKED');
     expect(told?.message).not.toContain('a person revoked');
     expect(told?.message).toContain("this session's record says revoked (unconfirmed:");
     // Unverifiable: no unlock opens its events, so none is promised.
-    const lost = closedSessionRefusal(session, 'nothing was accepted', 'unverifiable');
+    const lost = closedSessionRefusal(session, 'nothing was accepted', () => 'unverifiable');
     expect(lost?.message).toContain(
       "this session's record says revoked (unconfirmed: its sealed events do not confirm",
     );
     expect(lost?.message).not.toContain('vault is unlocked');
     // Confirmed, a person's revocation is said as one.
-    const confirmed = closedSessionRefusal(session, 'nothing was accepted', 'confirmed');
+    const confirmed = closedSessionRefusal(session, 'nothing was accepted', () => 'confirmed');
     expect(confirmed?.message).toBe('a person revoked this session; nothing was accepted');
   });
 });
