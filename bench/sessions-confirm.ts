@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Journal } from '../broker/journal/journal.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
-import { sessionStartedEvent } from '../broker/testing/session-events.js';
+import { sessionReconnectedEvent, sessionStartedEvent } from '../broker/testing/session-events.js';
 import { machineLine, ms, percentile } from './durable-measure.js';
 
 const sessions = 1_000;
@@ -25,12 +25,7 @@ async function round(): Promise<{ lists: number[]; listed: number }> {
     for (let i = 0; i < sessions; i++) {
       const id = `ses_bench_${i}`;
       await t.journal.appendSession(sessionStartedEvent(id, 10_000 + i));
-      for (let r = 0; r < reconnectsEach; r++)
-        await t.journal.appendSession({
-          kind: 'SESSION_RECONNECTED',
-          action_id: id,
-          payload: { client_name: 'agent', client_version: '1' },
-        });
+      for (let r = 0; r < reconnectsEach; r++) await t.journal.appendSession(sessionReconnectedEvent(id));
       await t.journal.appendSession({ kind: 'SESSION_ENDED', action_id: id, payload: { reason: 'process_exited' } });
     }
     await t.journal.close();

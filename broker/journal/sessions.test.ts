@@ -7,7 +7,7 @@ import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, type JournalOpenOptions } from './journal.js';
 import { endedSessionsKept } from './session-book.js';
-import { sessionStartedEvent } from '../testing/session-events.js';
+import { sessionReconnectedEvent, sessionStartedEvent } from '../testing/session-events.js';
 import { editSessionRow } from '../testing/session-rows.js';
 import { openLockedVaultRuns } from '../testing/locked-vault-runs.js';
 
@@ -270,19 +270,11 @@ describe('when another process writes the sessions table while the journal is op
     ]);
     // Events fold over the journal's own state: a reconnection is counted on the pending session, whose approval is
     // still a person's to give.
-    const reconnected = await t.journal.appendSession({
-      kind: 'SESSION_RECONNECTED',
-      action_id: 'ses_agentown_1',
-      payload: { client_name: 'claude', client_version: '1' },
-    });
+    const reconnected = await t.journal.appendSession(sessionReconnectedEvent('ses_agentown_1', 'claude'));
     expect(reconnected.session).toMatchObject({ status: 'pending', reconnects: 1, approved_by: null });
-    await expect(
-      t.journal.appendSession({
-        kind: 'SESSION_RECONNECTED',
-        action_id: 'ses_forgedchild_1',
-        payload: { client_name: 'claude', client_version: '1' },
-      }),
-    ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    await expect(t.journal.appendSession(sessionReconnectedEvent('ses_forgedchild_1', 'claude'))).rejects.toMatchObject(
+      { code: 'IMPOSSIBLE_TRANSITION' },
+    );
   });
 });
 
@@ -372,11 +364,7 @@ describe('when another process edits the sessions table while no broker runs (TH
     try {
       // Locked: the agent's process 7500 is found by the moved row and reconnects to the person's session.
       expect(reopened.findSessionByProcess(7500, '750000')?.session_id).toBe('ses_moved_1');
-      await reopened.appendSession({
-        kind: 'SESSION_RECONNECTED',
-        action_id: 'ses_moved_1',
-        payload: { client_name: 'agent', client_version: '1' },
-      });
+      await reopened.appendSession(sessionReconnectedEvent('ses_moved_1'));
       expect(reopened.sessionApprovalUsable('ses_moved_1')).toBe(false);
       // What a card and the Sessions page say beside its status: the file's word, not the journal's.
       expect(reopened.sessionRecordCheck('ses_moved_1')).toBe('unconfirmed');
@@ -402,13 +390,7 @@ describe('when another process edits the sessions table while no broker runs (TH
     // More events than one fold takes (16 × 512): an agent reconnecting that often (each MCP initialize is one).
     for (let i = 0; i < 17; i++)
       await Promise.all(
-        Array.from({ length: 512 }, () =>
-          t.journal.appendSession({
-            kind: 'SESSION_RECONNECTED',
-            action_id: 'ses_unfold_1',
-            payload: { client_name: 'agent', client_version: '1' },
-          }),
-        ),
+        Array.from({ length: 512 }, () => t.journal.appendSession(sessionReconnectedEvent('ses_unfold_1'))),
       );
     await t.journal.close();
     const { reopened, refuted } = await reopenTelling(t);
@@ -480,11 +462,7 @@ describe('when another process edits the sessions table while no broker runs (TH
       expect(reopened.getSession('ses_offline_child')).toBeUndefined();
       expect(refuted).toEqual([{ session_id: 'ses_offline_child', row_status: 'approved', status: null, folds: true }]);
       // A reconnection while locked folds over the row it has: still not confirmed once written.
-      await reopened.appendSession({
-        kind: 'SESSION_RECONNECTED',
-        action_id: 'ses_offline_own',
-        payload: { client_name: 'claude', client_version: '1' },
-      });
+      await reopened.appendSession(sessionReconnectedEvent('ses_offline_own', 'claude'));
       expect(reopened.sessionConfirmed('ses_offline_own')).toBe(false);
       expect(reopened.sessionRecordCheck('ses_offline_own')).toBe('unconfirmed');
       expect(refuted).toHaveLength(1);

@@ -27,6 +27,11 @@ export function sessionStartedEvent(
   };
 }
 
+/** A SESSION_RECONNECTED of session `id` (one per MCP initialize of its process), as the agent backend appends it. */
+export function sessionReconnectedEvent(id: string, clientName = 'agent'): NewEvent {
+  return { kind: 'SESSION_RECONNECTED', action_id: id, payload: { client_name: clientName, client_version: '1' } };
+}
+
 /** One action's events as the broker appends them, in `session` (null: an action no agent session asked for). */
 export function inSession(events: readonly NewEvent[], session: string | null): NewEvent[] {
   return events.map((e) => {
