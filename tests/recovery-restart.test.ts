@@ -478,3 +478,76 @@ describe('a restart after a result was committed but never read', () => {
     expect(ofKind(events, 'RESULT_DELIVERED')).toHaveLength(1);
   }, 120_000);
 });
+
+/**
+ * THREAT-MODEL: with no broker running, a same-user process rewrites an action's row to read as if it was never
+ * dispatched (its stage back to credential_authorized, no dispatch, no attempt), the edit a copy of the row taken
+ * before the dispatch would make. Recovery reads that row at the next start (no earlier run's event opens before the
+ * vault is attached), so it is checked against the log's plaintext kind headers (Journal.recover).
+ */
+function rewriteNeverDispatched(dataDir: string, actionId: string): void {
+  const db = new Database(path.join(dataDir, 'journal.sqlite'), { timeout: 5_000 });
+  try {
+    const row = db.prepare('SELECT state FROM actions WHERE action_id = ?').get(actionId) as { state: string };
+    const state = JSON.parse(row.state) as Record<string, unknown>;
+    // The premise: dispatched, nothing recorded yet (the provisional outcome a dispatch leaves is unknown).
+    expect(state).toMatchObject({ recorded: false });
+    expect(state['dispatch_seq']).not.toBeNull();
+    const outcomeFields = ['outcome', 'phase', 'retry', 'code', 'effect', 'outcome_basis', 'source'];
+    const forged = {
+      ...state,
+      ...Object.fromEntries(outcomeFields.map((field) => [field, null])),
+      stage: 'credential_authorized',
+      dispatch_evidence: 'never_started',
+      dispatch_seq: null,
+      attempts: [],
+    };
+    db.prepare(
+      `UPDATE actions SET stage = 'credential_authorized', dispatch_evidence = 'never_started', dispatch_seq = NULL,
+      ${outcomeFields.map((field) => `${field} = NULL`).join(', ')}, state = ? WHERE action_id = ?`,
+    ).run(JSON.stringify(forged), actionId);
+  } finally {
+    db.close();
+  }
+}
+
+describe("a restart after another process rewrote an action's row to read never dispatched", () => {
+  it('6. the daemon was killed with the request at the target; after the restart the action is unknown (reconcile), never not_attempted; the log warns; the target saw one request', async () => {
+    const t = await openTarget('honours', {});
+    const proxy = await HoldingProxy.start(t.port);
+    cleanup.push(() => proxy.stop());
+    proxy.holdNext = 1;
+    const rig = await openRig('row-rewritten', { port: proxy.port });
+    const agent = await openAgent(rig, 'rr-rewritten');
+    const call = agent.call('http_request', post).reply;
+    call.catch(() => undefined);
+    await waitForCount(() => proxy.held.length, 1, 'the target answer, held');
+    const id = await rig.acceptedAction(target);
+    // The effect happened: the target applied the request and its answer is held.
+    expect(t.effectsOf(post.body)).toBe(1);
+
+    expect((await rig.crash()).signal).toBe('SIGKILL');
+    await agent.stop();
+    rewriteNeverDispatched(rig.dataDir, id);
+
+    const restarted = await rig.start();
+    const recovered = await rig.show(id);
+    expect(recovered.state).toMatchObject({
+      outcome: 'unknown',
+      code: 'BROKER_RESTARTED',
+      effect: 'unknown_effect',
+      retry: 'reconcile',
+      outcome_basis: 'broker_restart_journal_quarantined',
+      recorded: true,
+    });
+    expect(recovered.events.map((e) => e.outcome)).not.toContain('not_attempted');
+    expect(restarted.process.stdout + restarted.process.stderr).toContain(
+      "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED",
+    );
+    // Its lane waits for a lookup or a person: the blocked head's card is shown.
+    expect(await laneCards(rig.dataDir, 'route:docs')).toContainEqual(
+      expect.objectContaining({ action_id: id, state: 'blocked_head' }),
+    );
+    expect(t.requests).toHaveLength(1);
+  });
+});

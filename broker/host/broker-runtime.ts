@@ -555,6 +555,11 @@ async function openJournal(
             ? "a sessions row read at start differs from the session's own events (edited while no broker ran?): the events decide"
             : 'a session of an earlier run does not fold from its events: its approval is not acted on',
         ),
+      onActionRowRefuted: (report) =>
+        logger.warn(
+          report,
+          "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED (edited while no broker ran?): recorded unknown, not not_attempted",
+        ),
       ...(options.journalWriterThreadNativeBinding === undefined
         ? {}
         : { writerThreadNativeBinding: options.journalWriterThreadNativeBinding }),

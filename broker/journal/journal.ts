@@ -216,6 +216,21 @@ export interface JournalOpenOptions {
    * `status`. Evidence that another process edited the table while no broker ran; the events decide. A throw is ignored.
    */
   readonly onSessionRowRefuted?: (report: SessionRowRefuted) => void;
+  /**
+   * Told at open when recovery finds an action's row saying it was never dispatched where the log's plaintext headers
+   * hold its DISPATCH_STARTED (Journal.recover): the row is not what the journal wrote, so that action is recovered as
+   * in a quarantined journal (unknown, reconcile), never not_attempted. A throw is ignored.
+   */
+  readonly onActionRowRefuted?: (report: ActionRowRefuted) => void;
+}
+
+/** What onActionRowRefuted is told (ids and names only). */
+export interface ActionRowRefuted {
+  readonly action_id: string;
+  /** The stage the row claims (one before dispatch). */
+  readonly row_stage: ActionState['stage'];
+  /** What the log's headers hold that the row denies. */
+  readonly log_holds: 'DISPATCH_STARTED';
 }
 
 /** What onSessionRowRefuted is told (ids and statuses only). */
@@ -459,6 +474,7 @@ export class Journal implements BesideWriter {
   private threadStartFailedAtMs = 0;
   private readonly onThreadStartFailure: JournalOpenOptions['onWriterThreadStartFailure'];
   private readonly onSessionRowRefuted: JournalOpenOptions['onSessionRowRefuted'];
+  private readonly onActionRowRefuted: JournalOpenOptions['onActionRowRefuted'];
   /** Earlier-run sessions left unconfirmed for the rest of the run: their events do not fold. Told once each. */
   private readonly sessionsRefutedForGood = new Set<string>();
   /** Earlier-run sessions whose row named another process than their events: approvals not acted on in this run. */
@@ -524,6 +540,7 @@ export class Journal implements BesideWriter {
     this.busyTimeoutMs = positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs');
     this.onThreadStartFailure = options.onWriterThreadStartFailure;
     this.onSessionRowRefuted = options.onSessionRowRefuted;
+    this.onActionRowRefuted = options.onActionRowRefuted;
     this.busyHandler = {
       off: db.prepare('PRAGMA busy_timeout = 0'),
       on: db.prepare(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`),
@@ -2228,6 +2245,27 @@ export class Journal implements BesideWriter {
     else this.thread.writeSync([...(this.opBuffer?.splice(0) ?? []), op]);
   }
 
+  /**
+   * What recovery may take one action's row for. At open no earlier run's sealed event can be opened (the vault is
+   * attached after recovery), so recovery reads the `actions` row: plaintext that any process of the user can rewrite
+   * while no broker runs (THREAT-MODEL), for instance back to a copy taken before its DISPATCH_STARTED. So the one fact
+   * recovery must never get wrong, whether the action was dispatched, is checked against the log's plaintext kind
+   * headers (each bound into its event's seal and the audit tree's leaf: an edited header fails `audit verify`). A row
+   * that says never dispatched where the log holds a DISPATCH_STARTED is not what the journal wrote: that action is
+   * recovered as in a quarantined journal (unknown, reconcile: classifyRestart), never not_attempted, and
+   * onActionRowRefuted is told. One indexed read per action left open: a handful at any start.
+   */
+  private foundFor(state: ActionState, found: RecoveredJournal): RecoveredJournal {
+    if (found === 'quarantined' || state.dispatch_seq !== null || state.outcome !== null) return found;
+    if (!this.store.readSubjectKinds(state.action_id).has('DISPATCH_STARTED')) return found;
+    try {
+      this.onActionRowRefuted?.({ action_id: state.action_id, row_stage: state.stage, log_holds: 'DISPATCH_STARTED' });
+    } catch {
+      // The caller's logging is not the journal's concern.
+    }
+    return 'quarantined';
+  }
+
   private requireReadable(): void {
     if (this.state === 'closed') throw this.unavailable();
   }
@@ -2249,7 +2287,8 @@ export class Journal implements BesideWriter {
     const events: NewEvent[] = [];
     for (const id of this.store.unrecordedActionIds()) {
       const state = this.store.loadState(id);
-      const event = state === undefined ? undefined : recoveryEvent(state, this.clock.nowMs(), found);
+      const event =
+        state === undefined ? undefined : recoveryEvent(state, this.clock.nowMs(), this.foundFor(state, found));
       if (event !== undefined) events.push(validateNewEvent(event));
     }
     for (let i = 0; i < events.length; i += this.batchEventsMax) {
