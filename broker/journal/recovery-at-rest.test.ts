@@ -134,7 +134,8 @@ describe("when an action's row is written back to a copy from before its DISPATC
         const dispatch = dispatchAt(path);
         // Crash anywhere from the durable DISPATCH_STARTED on (the whole path included); copy from before it.
         const cut = dispatch + 1 + (cutSeed % (path.length - dispatch));
-        // Any copy from before it that read open (one that read closed is not read by recovery at all: docs/audit.md, "Nor over a row the log refutes").
+        // Any copy from before it that read open (recovery does not read a row that reads closed at all: docs/audit.md,
+        // "Nor over a row the log refutes").
         const { journal, recovered } = await replayedRowRun(id, path.slice(0, cut), (open) => {
           const before = open.filter((n) => n <= dispatch);
           return before[copySeed % before.length];
