@@ -537,7 +537,8 @@ describe("a restart after another process rewrote an action's row to read never 
       code: 'BROKER_RESTARTED',
       effect: 'unknown_effect',
       retry: 'reconcile',
-      outcome_basis: 'broker_restart_journal_quarantined',
+      phase: 'remote_execution',
+      outcome_basis: 'broker_restart_row_refuted',
       recorded: true,
     });
     expect(recovered.events.map((e) => e.outcome)).not.toContain('not_attempted');

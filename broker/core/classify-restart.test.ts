@@ -176,3 +176,49 @@ describe('classifyRestart in a journal the start found quarantined (its integrit
     expect(ticketStanding(attested)).toBe('resolved');
   });
 });
+
+describe("classifyRestart over a row the log's headers refute (it reads never dispatched; the log holds DISPATCH_STARTED)", () => {
+  const refuted = {
+    phase: 'remote_execution',
+    outcome: 'unknown',
+    retry: 'reconcile',
+    code: 'BROKER_RESTARTED',
+    effect: 'unknown_effect',
+    outcome_basis: 'broker_restart_row_refuted',
+    source: 'local_gate',
+  };
+
+  it.each([
+    ['only accepted', [accepted]],
+    ['validated and authorized', [accepted, validated, authorized]],
+    ['a setup attempt failed', [accepted, validated, authorized, setupFailed]],
+  ] as const)(
+    'a row that reads %s is unknown in remote_execution, reconcile even for an idempotent one',
+    (_w, events) => {
+      expect(classifyRestart(stateAfter([...events]), undefined, 'trusted', true)).toEqual(refuted);
+      expect(classifyRestart(stateAfter([...events], true), 0, 'trusted', true)).toEqual(refuted);
+      // Without the log's word the same row is not_attempted: the flag is what decides.
+      expect(classifyRestart(stateAfter([...events]))?.outcome).toBe('not_attempted');
+    },
+  );
+
+  it('a row that reads dispatched or closed is classified as it reads', () => {
+    const open = stateAfter([accepted, validated, authorized, dispatched(1)]);
+    expect(classifyRestart(open, undefined, 'trusted', true)).toEqual(classifyRestart(open));
+    const closed = applyEvent(stateAfter([accepted, validated, authorized]), {
+      kind: 'OUTCOME_RECORDED',
+      action_id: id,
+      payload: {},
+      classification: classifyRestart(stateAfter([accepted, validated, authorized]), undefined, 'trusted', true),
+      session_id: null,
+      ticket: 1,
+      lane: null,
+      seq: 4,
+      at_ms: 4,
+    } as JournalEvent);
+    // The projection admits it over the undispatched row, and the unknown blocks its lane.
+    expect(closed).toMatchObject({ outcome: 'unknown', recorded: true, dispatch_seq: null });
+    expect(ticketStanding(closed)).toBe('blocked');
+    expect(classifyRestart(closed, undefined, 'trusted', true)).toBeUndefined();
+  });
+});

@@ -218,8 +218,8 @@ export interface JournalOpenOptions {
   readonly onSessionRowRefuted?: (report: SessionRowRefuted) => void;
   /**
    * Told at open when recovery finds an action's row saying it was never dispatched where the log's plaintext headers
-   * hold its DISPATCH_STARTED (Journal.recover): the row is not what the journal wrote, so that action is recovered as
-   * in a quarantined journal (unknown, reconcile), never not_attempted. A throw is ignored.
+   * hold its DISPATCH_STARTED (Journal.recover): the row is not what the journal wrote, so that action is recovered
+   * unknown (restartRowRefutedBasis, reconcile), never not_attempted. A throw is ignored.
    */
   readonly onActionRowRefuted?: (report: ActionRowRefuted) => void;
 }
@@ -2252,18 +2252,19 @@ export class Journal implements BesideWriter {
    * recovery must never get wrong, whether the action was dispatched, is checked against the log's plaintext kind
    * headers (each bound into its event's seal and the audit tree's leaf: an edited header fails `audit verify`). A row
    * that says never dispatched where the log holds a DISPATCH_STARTED is not what the journal wrote: that action is
-   * recovered as in a quarantined journal (unknown, reconcile: classifyRestart), never not_attempted, and
-   * onActionRowRefuted is told. One indexed read per action left open: a handful at any start.
+   * recovered unknown (restartRowRefutedBasis, reconcile: classifyRestart), never not_attempted, and
+   * onActionRowRefuted is told. One indexed read per action left open: a handful at any start. A quarantined journal's
+   * open actions claim no not_attempted anyway (its own basis).
    */
-  private foundFor(state: ActionState, found: RecoveredJournal): RecoveredJournal {
-    if (found === 'quarantined' || state.dispatch_seq !== null || state.outcome !== null) return found;
-    if (!this.store.readSubjectKinds(state.action_id).has('DISPATCH_STARTED')) return found;
+  private rowRefutedByLog(state: ActionState, found: RecoveredJournal): boolean {
+    if (found === 'quarantined' || state.dispatch_seq !== null || state.outcome !== null) return false;
+    if (!this.store.readSubjectKinds(state.action_id).has('DISPATCH_STARTED')) return false;
     try {
       this.onActionRowRefuted?.({ action_id: state.action_id, row_stage: state.stage, log_holds: 'DISPATCH_STARTED' });
     } catch {
       // The caller's logging is not the journal's concern.
     }
-    return 'quarantined';
+    return true;
   }
 
   private requireReadable(): void {
@@ -2288,7 +2289,9 @@ export class Journal implements BesideWriter {
     for (const id of this.store.unrecordedActionIds()) {
       const state = this.store.loadState(id);
       const event =
-        state === undefined ? undefined : recoveryEvent(state, this.clock.nowMs(), this.foundFor(state, found));
+        state === undefined
+          ? undefined
+          : recoveryEvent(state, this.clock.nowMs(), found, this.rowRefutedByLog(state, found));
       if (event !== undefined) events.push(validateNewEvent(event));
     }
     for (let i = 0; i < events.length; i += this.batchEventsMax) {

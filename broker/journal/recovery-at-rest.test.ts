@@ -1,12 +1,7 @@
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  restartJournalQuarantinedBasis,
-  type ActionState,
-  type JournalEvent,
-  type NewEvent,
-} from '../contract/index.js';
+import { restartRowRefutedBasis, type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
 import { actionPathNames, actionPaths } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, type ActionRowRefuted } from './journal.js';
@@ -99,9 +94,10 @@ describe("when an action's row is written back to a copy from before its DISPATC
     expect(refuted).toEqual([{ action_id: id, row_stage: 'credential_authorized', log_holds: 'DISPATCH_STARTED' }]);
     expect(recovered?.classification).toMatchObject({
       outcome: 'unknown',
+      phase: 'remote_execution',
       retry: 'reconcile',
       effect: 'unknown_effect',
-      outcome_basis: restartJournalQuarantinedBasis,
+      outcome_basis: restartRowRefutedBasis,
       code: 'BROKER_RESTARTED',
     });
     const state = journal.getAction(id) as ActionState;
@@ -109,6 +105,14 @@ describe("when an action's row is written back to a copy from before its DISPATC
     // An unknown head blocks its lane: the next write on lane-a waits for a lookup or a person.
     expect(journal.laneHeads().heads.get('lane-a')).toBe(state.ticket);
     expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    // The record also folds from its sealed events (which hold the dispatch): a person's later decision folds there.
+    expect(journal.sealedAction(id)).toMatchObject({
+      dispatch_seq: expect.any(Number),
+      outcome: 'unknown',
+      phase: 'remote_execution',
+      outcome_basis: restartRowRefutedBasis,
+      recorded: true,
+    });
   });
 
   it('an action the log shows was never dispatched is still recorded not_attempted, and nothing is reported', async () => {
