@@ -512,7 +512,7 @@ function rewriteNeverDispatched(dataDir: string, actionId: string): void {
 }
 
 describe("a restart after another process rewrote an action's row to read never dispatched", () => {
-  it('6. the daemon was killed with the request at the target; after the restart the action is unknown (reconcile), never not_attempted; the log warns; the target saw one request', async () => {
+  it('6. the daemon was killed with the request at the target; after the restart (and its unlock) the action is unknown from its own events, never not_attempted; the log warns; the target saw one request', async () => {
     const t = await openTarget('honours', {});
     const proxy = await HoldingProxy.start(t.port);
     cleanup.push(() => proxy.stop());
@@ -536,11 +536,12 @@ describe("a restart after another process rewrote an action's row to read never 
       outcome: 'unknown',
       code: 'BROKER_RESTARTED',
       effect: 'unknown_effect',
-      retry: 'reconcile',
       phase: 'remote_execution',
-      outcome_basis: 'broker_restart_row_refuted',
+      outcome_basis: 'broker_restart_after_dispatch',
       recorded: true,
     });
+    // Recovered from its own sealed events once the restart unlocked: the dispatched attempt is there.
+    expect(recovered.state.attempts.map((a) => a.n)).toEqual([1]);
     expect(recovered.events.map((e) => e.outcome)).not.toContain('not_attempted');
     expect(restarted.process.stdout + restarted.process.stderr).toContain(
       "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED",
@@ -550,5 +551,5 @@ describe("a restart after another process rewrote an action's row to read never 
       expect.objectContaining({ action_id: id, state: 'blocked_head' }),
     );
     expect(t.requests).toHaveLength(1);
-  });
+  }, 120_000);
 });

@@ -31,12 +31,3 @@ export type Classification = z.infer<typeof classificationSchema>;
  * claim more than is known (DESIGN §2). The projection admits `unknown` before dispatch under this basis only.
  */
 export const restartJournalQuarantinedBasis = 'broker_restart_journal_quarantined';
-
-/**
- * The basis of recovery's `unknown` for one action whose `actions` row, read at open, says it was never dispatched
- * where the log's plaintext kind headers hold its DISPATCH_STARTED (Journal.recover): the row was rewritten while no
- * broker ran (THREAT-MODEL), so the row's `not_attempted` would be a lie. The log shows the dispatch, so its phase is
- * remote_execution; its retry is `reconcile` (the row's idempotency facts are the refuted row's). The projection admits
- * it over the row's undispatched state as it does the quarantined basis above.
- */
-export const restartRowRefutedBasis = 'broker_restart_row_refuted';

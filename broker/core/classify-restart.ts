@@ -1,9 +1,4 @@
-import {
-  restartJournalQuarantinedBasis,
-  restartRowRefutedBasis,
-  type ActionState,
-  type Classification,
-} from '../contract/index.js';
+import { restartJournalQuarantinedBasis, type ActionState, type Classification } from '../contract/index.js';
 
 /**
  * What the start found of the journal before recovery: `trusted` (its integrity anchor agrees, or there is none yet),
@@ -27,27 +22,12 @@ export type RecoveredJournal = 'trusted' | 'quarantined';
  *   DISPATCH_STARTED (an earlier copy restored), so nothing is proven either way: unknown, under its
  *   own basis (restartJournalQuarantinedBasis), retry `reconcile` — the journal leases no retry for it
  *   (a retry would follow an attempt the record may lack), so advice to repeat it would be refused.
- * - Never dispatched by its row, where the log's kind headers hold its DISPATCH_STARTED (`rowRefuted`: Journal.recover):
- *   the row is not what the journal wrote, and the log shows the bytes may have left: unknown in remote_execution, under
- *   its own basis (restartRowRefutedBasis), retry `reconcile` (the row's idempotency facts are not trusted either).
  */
 export function classifyRestart(
   state: ActionState,
   nowMs?: number,
   journal: RecoveredJournal = 'trusted',
-  rowRefuted = false,
 ): Classification | undefined {
-  if (rowRefuted && state.dispatch_seq === null && state.outcome === null) {
-    return {
-      phase: 'remote_execution',
-      outcome: 'unknown',
-      retry: 'reconcile',
-      code: 'BROKER_RESTARTED',
-      effect: 'unknown_effect',
-      outcome_basis: restartRowRefutedBasis,
-      source: 'local_gate',
-    };
-  }
   if (state.dispatch_seq !== null) {
     if (state.recorded) return undefined;
     return {

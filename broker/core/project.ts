@@ -7,7 +7,6 @@ import {
   TransitionRefused,
   kindsRequiringClassification,
   restartJournalQuarantinedBasis,
-  restartRowRefutedBasis,
   type ActionStage,
   type ActionState,
   type AttemptState,
@@ -541,16 +540,14 @@ function recordedCode(c: Classification): ActionState['code'] {
 
 /**
  * Recovery in a quarantined journal (classify-restart.ts): an open action's record may have lost a later
- * DISPATCH_STARTED, so it closes unknown, not not_attempted. Likewise recovery over one action's row that the log's
- * headers refute (restartRowRefutedBasis: the row says undispatched, the log holds a DISPATCH_STARTED). Only that
- * record, only on an action nothing closed yet.
+ * DISPATCH_STARTED, so it closes unknown, not not_attempted. Only that record, only on an action nothing closed yet.
  */
 function quarantinedRecovery(event: JournalEvent, before: ActionState, c: Classification): boolean {
   return (
     event.kind === 'OUTCOME_RECORDED' &&
     before.outcome === null &&
     c.outcome === 'unknown' &&
-    (c.outcome_basis === restartJournalQuarantinedBasis || c.outcome_basis === restartRowRefutedBasis)
+    c.outcome_basis === restartJournalQuarantinedBasis
   );
 }
 

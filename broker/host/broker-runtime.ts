@@ -301,6 +301,11 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       sessionProcessUnchanged: allowlist.processUnchanged,
     });
     closers.push(() => queue.close());
+    // Actions whose rows the log refuted at open are recovered from their own events at an unlock: their lanes move.
+    const stopHeld = journal.onHeldRecovered((ids) => queue.heldRecovered(ids));
+    closers.push(() => {
+      stopHeld();
+    });
     // Reconciliation runs the route's lookup as its own action (reconcile-action.ts): a person asks
     // through the operator API; the retry engine asks once a key's window passed (no actor).
     const reconcileDeps = {

@@ -218,8 +218,9 @@ export interface JournalOpenOptions {
   readonly onSessionRowRefuted?: (report: SessionRowRefuted) => void;
   /**
    * Told at open when recovery finds an action's row saying it was never dispatched where the log's plaintext headers
-   * hold its DISPATCH_STARTED (Journal.recover): the row is not what the journal wrote, so that action is recovered
-   * unknown (restartRowRefutedBasis, reconcile), never not_attempted. A throw is ignored.
+   * hold its DISPATCH_STARTED (Journal.recover): the row is not what the journal wrote, so that action is not recovered
+   * from it (never not_attempted) but held, and recovered from its own sealed events once the vault unlocks
+   * (Journal.onHeldRecovered). A throw is ignored.
    */
   readonly onActionRowRefuted?: (report: ActionRowRefuted) => void;
 }
@@ -449,6 +450,14 @@ export class Journal implements BesideWriter {
   private lastSeq: number;
   private commits = 0;
   private recoveredAtOpen = 0;
+  /** What the start judged of the journal before recovery (recover): recoverHeld classifies under the same. */
+  private recoveredJournal: RecoveredJournal = 'trusted';
+  /**
+   * Actions left open whose rows the log refuted at open (rowTrustedForRecovery): not recovered from the row, and no
+   * commit folds over it (planUnits); recoverHeld recovers each from its own sealed events once they open.
+   */
+  private readonly heldAtOpen = new Set<string>();
+  private readonly heldListeners = new Set<(actionIds: readonly string[]) => void>();
   private readonly audit: AuditWriter;
   /** A commit's writes (JournalWriter): inline, inside the transaction commitUnits begins (and recovery's, always). */
   private readonly writer: JournalWriter;
@@ -1310,6 +1319,15 @@ export class Journal implements BesideWriter {
    * fault, so the journal goes on): falling back to the row there would let a process that inserts one bad row choose
    * what the new event folds over.
    */
+  private sealedStateOrHeld(actionId: string): ActionState | undefined | 'unreadable' {
+    const sealed = this.sealedStateForCommit(actionId);
+    if (sealed !== 'unreadable' || !this.heldAtOpen.has(actionId)) return sealed;
+    throw new CodedError(
+      'IMPOSSIBLE_TRANSITION',
+      `${actionId}: its row was found rewritten at this start (it says never dispatched; the log holds its DISPATCH_STARTED), so nothing is recorded over it until its own events can be read: unlock the vault`,
+    );
+  }
+
   private sealedStateForCommit(actionId: string): ActionState | undefined | 'unreadable' {
     try {
       return project(this.allSubjectEvents(actionId)).get(actionId);
@@ -1970,8 +1988,9 @@ export class Journal implements BesideWriter {
       this.stateCache,
       this.sessionsForCommit,
       this.keyBook,
-      (id) => this.laneTickets?.stateOf(id),
-      (id) => this.sealedStateForCommit(id),
+      // A held action's lane entry is its refuted row: folded from its sealed events, or refused while they do not open.
+      (id) => (this.heldAtOpen.has(id) ? undefined : this.laneTickets?.stateOf(id)),
+      (id) => this.sealedStateOrHeld(id),
       this.inFlight.map((batch) => batch.overlay),
     );
     try {
@@ -2180,10 +2199,14 @@ export class Journal implements BesideWriter {
         this.auditWrite(() => this.audit.unlocked(vault));
         // Earlier-run sessions whose events did not open are confirmed at their next ask.
         this.sessionsLockedOut.clear();
+        this.recoverHeld();
       }),
       vault.onLock(() => this.auditWrite(() => this.audit.locked())),
     );
-    if (vault.state() === 'unlocked') this.auditWrite(() => this.audit.unlocked(vault));
+    if (vault.state() === 'unlocked') {
+      this.auditWrite(() => this.audit.unlocked(vault));
+      this.recoverHeld();
+    }
   }
 
   /**
@@ -2246,25 +2269,80 @@ export class Journal implements BesideWriter {
   }
 
   /**
-   * What recovery may take one action's row for. At open no earlier run's sealed event can be opened (the vault is
-   * attached after recovery), so recovery reads the `actions` row: plaintext that any process of the user can rewrite
-   * while no broker runs (THREAT-MODEL), for instance back to a copy taken before its DISPATCH_STARTED. So the one fact
-   * recovery must never get wrong, whether the action was dispatched, is checked against the log's plaintext kind
-   * headers (each bound into its event's seal and the audit tree's leaf: an edited header fails `audit verify`). A row
-   * that says never dispatched where the log holds a DISPATCH_STARTED is not what the journal wrote: that action is
-   * recovered unknown (restartRowRefutedBasis, reconcile: classifyRestart), never not_attempted, and
-   * onActionRowRefuted is told. One indexed read per action left open: a handful at any start. A quarantined journal's
-   * open actions claim no not_attempted anyway (its own basis).
+   * Whether recovery may take one action's row for what it says. At open no earlier run's sealed event can be opened
+   * (the vault is attached after recovery), so recovery reads the `actions` row: plaintext that any process of the user
+   * can rewrite while no broker runs (THREAT-MODEL), for instance back to a copy taken before its DISPATCH_STARTED. So
+   * the one fact recovery must never get wrong, whether the action was dispatched, is checked against the log's
+   * plaintext kind headers (each bound into its event's seal and the audit tree's leaf: an edited header fails `audit
+   * verify`). A row that says never dispatched where the log holds a DISPATCH_STARTED is not what the journal wrote:
+   * false here, and onActionRowRefuted is told. One indexed read per action left open: a handful at any start.
    */
-  private rowRefutedByLog(state: ActionState, found: RecoveredJournal): boolean {
-    if (found === 'quarantined' || state.dispatch_seq !== null || state.outcome !== null) return false;
-    if (!this.store.readSubjectKinds(state.action_id).has('DISPATCH_STARTED')) return false;
+  private rowTrustedForRecovery(state: ActionState): boolean {
+    if (state.dispatch_seq !== null || state.outcome !== null) return true;
+    if (!this.store.readSubjectKinds(state.action_id).has('DISPATCH_STARTED')) return true;
     try {
       this.onActionRowRefuted?.({ action_id: state.action_id, row_stage: state.stage, log_holds: 'DISPATCH_STARTED' });
     } catch {
       // The caller's logging is not the journal's concern.
     }
-    return true;
+    return false;
+  }
+
+  /**
+   * Recovery of the actions whose rows the log refuted at open (heldAtOpen), once their sealed events open (the vault
+   * unlocked): each is folded from its own events, its lane ticket moved to that fold, and what classifyRestart says of
+   * the fold appended through the normal commit path — unknown after a dispatch, nothing where the log already
+   * settled it. One whose events still do not open stays held; one whose events do not fold stays held and is reported
+   * (a person's `audit verify` is what is left). onHeldRecovered is told the ids once their lanes may move.
+   */
+  private recoverHeld(): void {
+    if (this.heldAtOpen.size === 0 || !this.writable()) return;
+    const moved: string[] = [];
+    const appends: Array<Promise<unknown>> = [];
+    for (const id of [...this.heldAtOpen]) {
+      let sealed: ActionState | undefined | 'unreadable';
+      try {
+        sealed = this.sealedStateForCommit(id);
+      } catch {
+        continue;
+      }
+      if (sealed === 'unreadable' || sealed === undefined) continue;
+      this.heldAtOpen.delete(id);
+      this.laneTickets?.moved(sealed);
+      const event = recoveryEvent(sealed, this.clock.nowMs(), this.recoveredJournal);
+      if (event === undefined) moved.push(id);
+      else appends.push(this.append(validateNewEvent(event)).then(() => id));
+    }
+    const tell = (ids: readonly string[]): void => {
+      if (ids.length === 0) return;
+      for (const listener of this.heldListeners) {
+        try {
+          listener(ids);
+        } catch {
+          // A listener's failure is not the journal's concern.
+        }
+      }
+    };
+    tell(moved);
+    for (const appended of appends)
+      appended.then(
+        (id) => tell([id as string]),
+        () => undefined,
+      );
+  }
+
+  /**
+   * Told with the ids of actions held at open (their rows refuted by the log) once recovered from their own sealed
+   * events after an unlock: their lanes may move now (the approval queue re-reads them).
+   */
+  onHeldRecovered(listener: (actionIds: readonly string[]) => void): () => void {
+    this.heldListeners.add(listener);
+    return () => this.heldListeners.delete(listener);
+  }
+
+  /** Actions whose rows the log refuted at open, not recovered yet (their sealed events did not open). */
+  heldActions(): readonly string[] {
+    return [...this.heldAtOpen];
   }
 
   private requireReadable(): void {
@@ -2285,13 +2363,17 @@ export class Journal implements BesideWriter {
    * the start judged of the journal before this (JournalOpenOptions.judgeBeforeRecovery).
    */
   private recover(found: RecoveredJournal): void {
+    this.recoveredJournal = found;
     const events: NewEvent[] = [];
     for (const id of this.store.unrecordedActionIds()) {
       const state = this.store.loadState(id);
-      const event =
-        state === undefined
-          ? undefined
-          : recoveryEvent(state, this.clock.nowMs(), found, this.rowRefutedByLog(state, found));
+      if (state === undefined) continue;
+      // A row the log refutes is held, not recovered from: recoverHeld folds its own events once they open.
+      if (!this.rowTrustedForRecovery(state)) {
+        this.heldAtOpen.add(id);
+        continue;
+      }
+      const event = recoveryEvent(state, this.clock.nowMs(), found);
       if (event !== undefined) events.push(validateNewEvent(event));
     }
     for (let i = 0; i < events.length; i += this.batchEventsMax) {

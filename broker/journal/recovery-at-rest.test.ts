@@ -1,8 +1,8 @@
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { restartRowRefutedBasis, type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
+import { type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
 import { actionPathNames, actionPaths } from '../testing/action-paths.js';
+import { copyActionRow, writeActionRowBack, type ActionRow } from '../testing/action-rows.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, type ActionRowRefuted } from './journal.js';
 
@@ -11,42 +11,19 @@ afterEach(async () => {
   for (const t of opened.splice(0)) await t.dispose();
 });
 
-type Row = Record<string, unknown>;
-
-/** Every column of an action's row as the table holds it now: what another process of the user can copy aside. */
-function copyRow(path: string, actionId: string): Row {
-  const reader = new Database(path, { readonly: true, fileMustExist: true });
-  try {
-    return reader.prepare('SELECT * FROM actions WHERE action_id = ?').get(actionId) as Row;
-  } finally {
-    reader.close();
-  }
-}
-
-/** THREAT-MODEL: with no broker running, another process of the user writes an earlier copy of the row back. */
-function writeRowBack(path: string, row: Row): void {
-  const forger = new Database(path, { fileMustExist: true });
-  try {
-    const columns = Object.keys(row).filter((column) => column !== 'action_id');
-    forger
-      .prepare(`UPDATE actions SET ${columns.map((c) => `${c} = @${c}`).join(', ')} WHERE action_id = @action_id`)
-      .run(row);
-  } finally {
-    forger.close();
-  }
-}
-
 interface Replayed {
   readonly journal: Journal;
+  readonly vault: TempJournal['vault'];
   readonly refuted: ActionRowRefuted[];
-  /** The OUTCOME_RECORDED recovery appended at this open, if any. */
-  readonly recovered: JournalEvent | undefined;
+  /** The last seq the crashed run wrote: what recovery appends comes after it. */
+  readonly lastSeq: number;
 }
 
 /**
  * One broker run appends `events` of one action and stops (a crash: nothing after the last event); the row as it stood
  * after the first `copyAfter(open)` events is written back while no broker runs, where `open` lists the prefix
- * lengths after which the row read open (no outcome recorded yet); the next run opens the file.
+ * lengths after which the row read open (no outcome recorded yet); the next run opens the file with the vault locked,
+ * as a daemon starts.
  */
 async function replayedRowRun(
   id: string,
@@ -55,18 +32,19 @@ async function replayedRowRun(
 ): Promise<Replayed> {
   const t = await openTempJournal();
   opened.push(t);
-  const copies = new Map<number, Row>();
+  const copies = new Map<number, ActionRow>();
   for (const [i, event] of events.entries()) {
     await t.journal.append(event);
-    copies.set(i + 1, copyRow(t.path, id));
+    copies.set(i + 1, copyActionRow(t.path, id));
   }
   const lastSeq = t.journal.stats().last_seq;
   await t.journal.close();
   const open = [...copies].filter(([, row]) => row['outcome'] === null).map(([n]) => n);
   const chosen = copyAfter(open);
-  if (chosen !== undefined) writeRowBack(t.path, copies.get(chosen) as Row);
+  if (chosen !== undefined) writeActionRowBack(t.path, copies.get(chosen) as ActionRow);
 
   const refuted: ActionRowRefuted[] = [];
+  t.vault.lock();
   const journal = await Journal.open({
     path: t.path,
     clock: t.clock,
@@ -74,61 +52,102 @@ async function replayedRowRun(
     onActionRowRefuted: (report) => refuted.push(report),
   });
   opened.push({ ...t, journal, dispose: () => journal.close() });
-  const recovered = [...journal.events()].find(
-    (event) => event.seq > lastSeq && event.kind === 'OUTCOME_RECORDED' && event.action_id === id,
-  );
-  return { journal, refuted, recovered };
+  return { journal, vault: t.vault, refuted, lastSeq };
+}
+
+/** What recovery appended for the action after the crashed run's last event (at open, or at the unlock). */
+function recoveredAfter(journal: Journal, id: string, lastSeq: number): JournalEvent[] {
+  // From the crashed run's end on: what this run wrote opens with this run's key, locked or not.
+  return [...journal.events(lastSeq + 1)].filter((event) => event.action_id === id);
+}
+
+/** The next commits (recoverHeld appends through the normal path): what is queued is durable once this returns. */
+async function settle(journal: Journal): Promise<void> {
+  await journal.append({
+    kind: 'ACTION_ACCEPTED',
+    action_id: 'act_marker_0001',
+    session_id: 'ses_test',
+    lane: 'lane-z',
+    payload: {
+      channel: 'http',
+      target: 'route:x GET /',
+      request_fingerprint: `sha256:${'0'.repeat(64)}`,
+      approval: 'none',
+      idempotent: true,
+    },
+  } as NewEvent);
 }
 
 const dispatchAt = (events: readonly NewEvent[]): number => events.findIndex((e) => e.kind === 'DISPATCH_STARTED');
 
+const person = { kind: 'person', id: 'ann' } as const;
+
 describe("when an action's row is written back to a copy from before its DISPATCH_STARTED while no broker runs (THREAT-MODEL)", () => {
-  it('recovery records it unknown (reconcile), never not_attempted, keeps its lane blocked, and says which row the log refutes', async () => {
+  it('recovery holds it (no not_attempted, its lane blocked, nothing folded over the row) and says which row the log refutes; at the unlock its own events decide: unknown', async () => {
     const id = 'act_replayed_0001';
     const path = actionPaths.httpApproved(id);
     const dispatch = dispatchAt(path);
     // Crashed just after DISPATCH_STARTED was durable; the row copied when the credential was authorized.
-    const { journal, refuted, recovered } = await replayedRowRun(id, path.slice(0, dispatch + 1), () => dispatch);
+    const { journal, vault, refuted, lastSeq } = await replayedRowRun(id, path.slice(0, dispatch + 1), () => dispatch);
 
     // The premise: the row recovery read said the action had not been dispatched.
     expect(refuted).toEqual([{ action_id: id, row_stage: 'credential_authorized', log_holds: 'DISPATCH_STARTED' }]);
-    expect(recovered?.classification).toMatchObject({
-      outcome: 'unknown',
-      phase: 'remote_execution',
-      retry: 'reconcile',
-      effect: 'unknown_effect',
-      outcome_basis: restartRowRefutedBasis,
-      code: 'BROKER_RESTARTED',
-    });
-    const state = journal.getAction(id) as ActionState;
-    expect(state).toMatchObject({ outcome: 'unknown', recorded: true });
-    // An unknown head blocks its lane: the next write on lane-a waits for a lookup or a person.
-    expect(journal.laneHeads().heads.get('lane-a')).toBe(state.ticket);
+    expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
+    expect(journal.heldActions()).toEqual([id]);
+    // Its ticket still holds the lane: the next write on lane-a waits.
     expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
-    // The record also folds from its sealed events (which hold the dispatch): a person's later decision folds there.
-    expect(journal.sealedAction(id)).toMatchObject({
-      dispatch_seq: expect.any(Number),
-      outcome: 'unknown',
-      phase: 'remote_execution',
-      outcome_basis: restartRowRefutedBasis,
-      recorded: true,
-    });
+    // No decision is folded over the refuted row while the action's own events cannot be read.
+    await expect(
+      journal.append({ kind: 'CANCELLED', action_id: id, payload: { actor: person, reason: 'stuck' } } as NewEvent),
+    ).rejects.toThrow(/its row was found rewritten at this start/);
+
+    vault.unlock();
+    await settle(journal);
+    expect(journal.heldActions()).toEqual([]);
+    const recovered = recoveredAfter(journal, id, lastSeq);
+    expect(recovered.map((e) => [e.kind, e.classification?.outcome, e.classification?.outcome_basis])).toEqual([
+      ['OUTCOME_RECORDED', 'unknown', 'broker_restart_after_dispatch'],
+    ]);
+    // Folded over its own events (attempt 1 dispatched), so the row, memory and the sealed fold agree.
+    const sealed = journal.sealedAction(id) as ActionState;
+    expect(sealed).toMatchObject({ outcome: 'unknown', recorded: true, phase: 'remote_execution' });
+    expect(sealed.attempts.map((a) => a.n)).toEqual([1]);
+    expect(journal.getAction(id)).toEqual(sealed);
+    expect(journal.laneHeads().heads.get('lane-a')).toBe(sealed.ticket);
   });
 
-  it('an action the log shows was never dispatched is still recorded not_attempted, and nothing is reported', async () => {
+  it('one the log had settled after its dispatch gets nothing appended at the unlock, and its lane is released', async () => {
+    const id = 'act_settled_0001';
+    const path = actionPaths.httpNoApproval(id);
+    const { journal, vault, refuted, lastSeq } = await replayedRowRun(id, path, () => dispatchAt(path));
+    expect(refuted.map((r) => r.action_id)).toEqual([id]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    const heldRecovered: string[][] = [];
+    journal.onHeldRecovered((ids) => heldRecovered.push([...ids]));
+
+    vault.unlock();
+    await settle(journal);
+    expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
+    expect(heldRecovered).toEqual([[id]]);
+    expect(journal.listLane('lane-a')).toEqual([]);
+    expect(journal.sealedAction(id)).toMatchObject({ outcome: 'committed' });
+  });
+
+  it('an action the log shows was never dispatched is still recorded not_attempted at open, and nothing is reported', async () => {
     const id = 'act_undispatched_0001';
     const path = actionPaths.httpApproved(id);
-    const { journal, refuted, recovered } = await replayedRowRun(id, path.slice(0, dispatchAt(path)), () => undefined);
+    const { journal, refuted, lastSeq } = await replayedRowRun(id, path.slice(0, dispatchAt(path)), () => undefined);
 
     expect(refuted).toEqual([]);
-    expect(recovered?.classification).toMatchObject({
+    expect(journal.heldActions()).toEqual([]);
+    expect(recoveredAfter(journal, id, lastSeq)[0]?.classification).toMatchObject({
       outcome: 'not_attempted',
       outcome_basis: 'broker_restart_before_dispatch',
     });
     expect(journal.listLane('lane-a')).toEqual([]);
   });
 
-  it('for any action path, any crash after DISPATCH_STARTED and any earlier copy of the row, no restart says not_attempted', async () => {
+  it('for any action path, any crash after DISPATCH_STARTED and any earlier open copy of the row: never not_attempted, and after the unlock its own events fold', async () => {
     const dispatched = actionPathNames.filter((name) => dispatchAt(actionPaths[name]('act_x')) > 0);
     expect(dispatched.length).toBeGreaterThan(5);
     await fc.assert(
@@ -138,17 +157,24 @@ describe("when an action's row is written back to a copy from before its DISPATC
         const dispatch = dispatchAt(path);
         // Crash anywhere from the durable DISPATCH_STARTED on (the whole path included); copy from before it.
         const cut = dispatch + 1 + (cutSeed % (path.length - dispatch));
-        // Any copy from before it that read open (recovery does not read a row that reads closed at all: docs/audit.md,
-        // "Nor over a row the log refutes").
-        const { journal, recovered } = await replayedRowRun(id, path.slice(0, cut), (open) => {
+        // Any copy from before it that read open (a copy that reads closed is not one recovery reads at all:
+        // docs/audit.md, "Nor over a row the log refutes").
+        const { journal, vault, lastSeq } = await replayedRowRun(id, path.slice(0, cut), (open) => {
           const before = open.filter((n) => n <= dispatch);
           return before[copySeed % before.length];
         });
-        expect(recovered?.classification?.outcome).not.toBe('not_attempted');
+        const outcomes = (): unknown[] => recoveredAfter(journal, id, lastSeq).map((e) => e.classification?.outcome);
+        expect(outcomes()).not.toContain('not_attempted');
         expect(journal.getAction(id)?.outcome).not.toBe('not_attempted');
+        vault.unlock();
+        await settle(journal);
+        expect(outcomes()).not.toContain('not_attempted');
+        const sealed = journal.sealedAction(id);
+        expect(sealed?.outcome).not.toBe('not_attempted');
+        expect(sealed?.recorded).toBe(true);
         for (const t of opened.splice(0)) await t.dispose();
       }),
       { numRuns: 40 },
     );
-  });
+  }, 120_000);
 });

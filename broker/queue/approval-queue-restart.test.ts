@@ -3,6 +3,8 @@ import { parseConfig } from '../config/index.js';
 import type { NewEvent } from '../contract/index.js';
 import { foldMetrics } from '../core/index.js';
 import { Journal, type JournalOpenOptions } from '../journal/index.js';
+import { actionPaths } from '../testing/action-paths.js';
+import { copyActionRow, writeActionRowBack } from '../testing/action-rows.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { ApprovalQueue, type Turn } from './approval-queue.js';
 import { httpCardPreview, httpRequestView } from './card-preview.js';
@@ -167,5 +169,42 @@ describe('when the broker restarts while a card waits for a person and a ticket 
     expect(m.by_code).toEqual([]);
     expect(m).toMatchObject({ open: 0, total: 2 });
     expect(m.rate.by_decision).toEqual([{ decision: 'restarted', counts: expect.any(Array) as number[] }]);
+  });
+});
+
+describe("when the broker restarts on a journal whose settled action's row was written back to before its dispatch", () => {
+  it('the held action keeps its lane until the unlock, when its own events say settled and the next ticket goes', async () => {
+    temp = await openTempJournal();
+    const a = 'act_heldA0001';
+    const path = actionPaths.httpNoApproval(a);
+    const dispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED');
+    for (const event of path.slice(0, dispatch)) await temp.journal.append(event);
+    const copy = copyActionRow(temp.path, a);
+    for (const event of path.slice(dispatch)) await temp.journal.append(event);
+    // THREAT-MODEL: while no broker runs, the committed action's row is put back to its copy from before the dispatch.
+    await temp.journal.close();
+    writeActionRowBack(temp.path, copy);
+    temp.vault.lock();
+    const journal = await restart();
+    expect(journal.heldActions()).toEqual([a]);
+
+    const queue = ApprovalQueue.open({ journal, clock: temp.clock, config });
+    journal.onHeldRecovered((ids) => queue.heldRecovered(ids));
+    const b = 'act_heldB0001';
+    await journal.appendBatch(
+      admit(b, 'none').map((e) => (e.kind === 'ACTION_ACCEPTED' ? { ...e, lane: 'lane-a' } : e)),
+    );
+    const { now, waiting } = await askTurn(queue, b);
+    expect(now).toBeUndefined();
+    expect(queue.position(b)).toMatchObject({ waiting_for_ticket: journal.getAction(a)?.ticket });
+
+    temp.vault.unlock();
+    const turn = await Promise.race([
+      waiting,
+      new Promise((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5_000)),
+    ]);
+    expect(turn).toEqual({ kind: 'go' });
+    expect(journal.sealedAction(a)).toMatchObject({ outcome: 'committed' });
+    queue.close();
   });
 });

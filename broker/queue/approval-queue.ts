@@ -300,6 +300,17 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * Whether this action's executor is still running: released (or a retry's turn taken) and not settled yet. Its record
    * may already read settled (an automatic retry waits out its backoff between attempts), yet it is not closed.
    */
+  /**
+   * Actions the journal held at open (their rows refuted by the log) and has now recovered from their own sealed events
+   * (Journal.onHeldRecovered): their lanes are read again, so a ticket behind one the log had settled is released.
+   */
+  heldRecovered(actionIds: readonly string[]): void {
+    for (const id of actionIds) {
+      const state = this.journal.getAction(id);
+      if (state !== undefined) this.pumpFor(state);
+    }
+  }
+
   isExecuting(actionId: string): boolean {
     return this.executing.has(actionId);
   }

@@ -1,0 +1,32 @@
+import Database from 'better-sqlite3';
+
+/** Every column of one `actions` row as the journal file holds it now: what another process of the user can copy. */
+export type ActionRow = Record<string, unknown>;
+
+/** Reads one action's row from the journal file on a connection of its own (as another process would). */
+export function copyActionRow(journalPath: string, actionId: string): ActionRow {
+  const reader = new Database(journalPath, { readonly: true, fileMustExist: true });
+  try {
+    const row = reader.prepare('SELECT * FROM actions WHERE action_id = ?').get(actionId) as ActionRow | undefined;
+    if (row === undefined) throw new Error(`no actions row for ${actionId}`);
+    return row;
+  } finally {
+    reader.close();
+  }
+}
+
+/**
+ * THREAT-MODEL: with no broker running, another process of the user writes an earlier copy of an action's row back
+ * into the journal file, every column (copyActionRow's).
+ */
+export function writeActionRowBack(journalPath: string, row: ActionRow): void {
+  const forger = new Database(journalPath, { fileMustExist: true, timeout: 5_000 });
+  try {
+    const columns = Object.keys(row).filter((column) => column !== 'action_id');
+    forger
+      .prepare(`UPDATE actions SET ${columns.map((c) => `${c} = @${c}`).join(', ')} WHERE action_id = @action_id`)
+      .run(row);
+  } finally {
+    forger.close();
+  }
+}
