@@ -2345,6 +2345,11 @@ export class Journal implements BesideWriter {
     return [...this.heldAtOpen];
   }
 
+  /** Whether one action is held (heldActions): what its row reads is not what the journal wrote. */
+  isHeld(actionId: string): boolean {
+    return this.heldAtOpen.has(actionId);
+  }
+
   private requireReadable(): void {
     if (this.state === 'closed') throw this.unavailable();
   }

@@ -197,6 +197,12 @@ describe("when the broker restarts on a journal whose settled action's row was w
     const { now, waiting } = await askTurn(queue, b);
     expect(now).toBeUndefined();
     expect(queue.position(b)).toMatchObject({ waiting_for_ticket: journal.getAction(a)?.ticket });
+    // The held ticket says it is held, not what its rewritten row reads ("next to dispatch"); nothing to decide on it.
+    expect(queue.cards().map((c) => [c.action_id, c.state, c.text])).toContainEqual([
+      a,
+      'dispatching',
+      expect.stringContaining('held: its record was found rewritten at this start'),
+    ]);
 
     temp.vault.unlock();
     const turn = await Promise.race([

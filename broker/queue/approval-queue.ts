@@ -496,8 +496,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (state === undefined || state.ticket === null || state.dispatch_seq !== null || state.outcome !== null)
       return null;
     const tickets = state.lane === null ? [state] : this.readLane(state.lane).open;
-    const wait = scheduleLane(tickets, this.awaitsSession, this.running).open.find((w) => w.action_id === actionId);
-    if (wait === undefined) return null;
+    const scheduled = scheduleLane(tickets, this.awaitsSession, this.running).open.find(
+      (w) => w.action_id === actionId,
+    );
+    if (scheduled === undefined) return null;
+    const wait = this.told(scheduled);
     const waiting = wait.waiting === 'blocked_head' ? 'lane_blocked' : wait.waiting;
     return {
       ticket: wait.ticket,
@@ -907,7 +910,20 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.expiries.delete(actionId);
   }
 
-  private pushCard(cards: ApprovalCard[], tickets: readonly ActionState[], wait: TicketWait): void {
+  /**
+   * A held action (its row refuted by the log at this start: Journal.isHeld) is said to be held, not what its row reads
+   * (which would say "next to dispatch" of a request that was sent).
+   */
+  private told(wait: TicketWait): TicketWait {
+    if (!this.journal.isHeld(wait.action_id)) return wait;
+    return {
+      ...wait,
+      text: `#${wait.ticket} held: its record was found rewritten at this start; its own events decide once the vault unlocks`,
+    };
+  }
+
+  private pushCard(cards: ApprovalCard[], tickets: readonly ActionState[], scheduled: TicketWait): void {
+    const wait = this.told(scheduled);
     const state = tickets.find((s) => s.action_id === wait.action_id);
     if (state === undefined) return;
     const expiry = this.expiries.get(state.action_id);
