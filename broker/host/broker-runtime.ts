@@ -563,7 +563,9 @@ async function openJournal(
       onActionRowRefuted: (report) =>
         logger.warn(
           report,
-          "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED (edited while no broker ran?): recorded unknown, not not_attempted",
+          report.events_fold === false
+            ? "a held action's own events do not fold (a row inserted, or its run's key lost for good): recorded unknown over its row, for a person to settle or abandon"
+            : "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED (edited while no broker ran?): held, never not_attempted, until its own events decide at the unlock",
         ),
       ...(options.journalWriterThreadNativeBinding === undefined
         ? {}

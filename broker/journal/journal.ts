@@ -232,6 +232,11 @@ export interface ActionRowRefuted {
   readonly row_stage: ActionState['stage'];
   /** What the log's headers hold that the row denies. */
   readonly log_holds: 'DISPATCH_STARTED';
+  /**
+   * Told a second time, at the unlock, when the action's own events do not fold (or never will): false. It is then
+   * closed unknown over the row, as in a quarantined journal (Journal.recoverHeld).
+   */
+  readonly events_fold?: false;
 }
 
 /** What onSessionRowRefuted is told (ids and statuses only). */
@@ -2280,55 +2285,97 @@ export class Journal implements BesideWriter {
   private rowTrustedForRecovery(state: ActionState): boolean {
     if (state.dispatch_seq !== null || state.outcome !== null) return true;
     if (!this.store.readSubjectKinds(state.action_id).has('DISPATCH_STARTED')) return true;
-    try {
-      this.onActionRowRefuted?.({ action_id: state.action_id, row_stage: state.stage, log_holds: 'DISPATCH_STARTED' });
-    } catch {
-      // The caller's logging is not the journal's concern.
-    }
+    this.tellActionRowRefuted({ action_id: state.action_id, row_stage: state.stage, log_holds: 'DISPATCH_STARTED' });
     return false;
   }
 
   /**
-   * Recovery of the actions whose rows the log refuted at open (heldAtOpen), once their sealed events open (the vault
-   * unlocked): each is folded from its own events, its lane ticket moved to that fold, and what classifyRestart says of
-   * the fold appended through the normal commit path — unknown after a dispatch, nothing where the log already
-   * settled it. One whose events still do not open stays held; one whose events do not fold stays held and is reported
-   * (a person's `audit verify` is what is left). onHeldRecovered is told the ids once their lanes may move.
+   * Recovery of the actions whose rows the log refuted at open (heldAtOpen), once the vault unlocks: each is folded from
+   * its own sealed events, its lane ticket moved from wherever the row listed it to that fold, and what classifyRestart
+   * says of the fold appended through the normal commit path — unknown after a dispatch, nothing where the log had
+   * already settled it. One whose events still do not open (the vault locked again) stays held. One whose events will
+   * never fold (a header row another process inserted, a run whose key is lost for good) is reported and closes as a
+   * quarantined journal's open action does (unknown, reconcile, over the row: nothing proves it either way), so a
+   * person can attest or abandon it and its lane is never wedged (THREAT-MODEL 4). onHeldRecovered is told the ids
+   * once their lanes may move.
    */
   private recoverHeld(): void {
-    if (this.heldAtOpen.size === 0 || !this.writable()) return;
+    if (this.heldAtOpen.size === 0 || this.state !== 'open') return;
     const moved: string[] = [];
-    const appends: Array<Promise<unknown>> = [];
+    const appends: Array<Promise<string>> = [];
     for (const id of [...this.heldAtOpen]) {
-      let sealed: ActionState | undefined | 'unreadable';
-      try {
-        sealed = this.sealedStateForCommit(id);
-      } catch {
-        continue;
-      }
-      if (sealed === 'unreadable' || sealed === undefined) continue;
+      const fold = this.heldFold(id);
+      if (fold === 'unreadable') continue;
+      const row = this.laneTickets?.stateOf(id) ?? this.store.loadState(id);
       this.heldAtOpen.delete(id);
-      this.laneTickets?.moved(sealed);
-      const event = recoveryEvent(sealed, this.clock.nowMs(), this.recoveredJournal);
-      if (event === undefined) moved.push(id);
-      else appends.push(this.append(validateNewEvent(event)).then(() => id));
-    }
-    const tell = (ids: readonly string[]): void => {
-      if (ids.length === 0) return;
-      for (const listener of this.heldListeners) {
-        try {
-          listener(ids);
-        } catch {
-          // A listener's failure is not the journal's concern.
-        }
+      // A rewritten row may list the ticket in another lane, or under another number: its entry goes first.
+      this.laneTickets?.drop(id);
+      let event: NewEvent | undefined;
+      if (fold === 'unfoldable') {
+        this.tellActionRowRefuted({
+          action_id: id,
+          row_stage: row?.stage ?? 'accepted',
+          log_holds: 'DISPATCH_STARTED',
+          events_fold: false,
+        });
+        if (row !== undefined) this.laneTickets?.moved(row);
+        event = row === undefined ? undefined : recoveryEvent(row, this.clock.nowMs(), 'quarantined');
+      } else {
+        this.laneTickets?.moved(fold);
+        event = recoveryEvent(fold, this.clock.nowMs(), this.recoveredJournal);
       }
-    };
-    tell(moved);
+      if (event === undefined) moved.push(id);
+      else
+        appends.push(
+          this.append(validateNewEvent(event)).then(
+            () => id,
+            (error: unknown) => {
+              // Not recorded (the journal closing, or failed): nothing folds over the row from here on either.
+              this.heldAtOpen.add(id);
+              throw error;
+            },
+          ),
+        );
+    }
+    this.tellHeldRecovered(moved);
     for (const appended of appends)
       appended.then(
-        (id) => tell([id as string]),
+        (id) => this.tellHeldRecovered([id]),
         () => undefined,
       );
+  }
+
+  /**
+   * A held action's own events folded: `unreadable` while they cannot be opened yet (the vault locked), `unfoldable`
+   * where they never will (sealed for good) or do not fold (a row that does not authenticate, a refused transition).
+   */
+  private heldFold(actionId: string): ActionState | 'unreadable' | 'unfoldable' {
+    try {
+      return project(this.allSubjectEvents(actionId)).get(actionId) ?? 'unfoldable';
+    } catch (error) {
+      if (error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE' && !sealedForGood(error))
+        return 'unreadable';
+      return 'unfoldable';
+    }
+  }
+
+  private tellHeldRecovered(ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    for (const listener of this.heldListeners) {
+      try {
+        listener(ids);
+      } catch {
+        // A listener's failure is not the journal's concern.
+      }
+    }
+  }
+
+  private tellActionRowRefuted(report: ActionRowRefuted): void {
+    try {
+      this.onActionRowRefuted?.(report);
+    } catch {
+      // The caller's logging is not the journal's concern.
+    }
   }
 
   /**

@@ -55,6 +55,18 @@ export class LaneTickets {
     else entries.splice(insertionPoint(entries, ticket), 0, entry);
   }
 
+  /** Drops an action's ticket wherever it is listed (a held row's entry, before its fold is moved in). */
+  drop(actionId: string): void {
+    const state = this.byAction.get(actionId);
+    if (state === undefined || state.lane === null || state.ticket === null) return;
+    this.byAction.delete(actionId);
+    const entries = this.lanes.get(state.lane);
+    const at = entries === undefined ? -1 : indexOf(entries, state.ticket);
+    if (entries === undefined || at < 0) return;
+    entries.splice(at, 1);
+    if (entries.length === 0) this.lanes.delete(state.lane);
+  }
+
   /** The lane's unresolved tickets from `fromTicket` on, in ticket order, at most `limit`. */
   list(lane: string, fromTicket: number, limit: number): LaneTicket[] {
     const entries = this.lanes.get(lane);

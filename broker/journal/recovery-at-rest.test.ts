@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
 import { actionPathNames, actionPaths } from '../testing/action-paths.js';
 import { copyActionRow, writeActionRowBack, type ActionRow } from '../testing/action-rows.js';
+import { appendForgedEventRow } from '../testing/forged-event-row.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, type ActionRowRefuted } from './journal.js';
 
@@ -158,7 +159,7 @@ describe("when an action's row is written back to a copy from before its DISPATC
         // Crash anywhere from the durable DISPATCH_STARTED on (the whole path included); copy from before it.
         const cut = dispatch + 1 + (cutSeed % (path.length - dispatch));
         // Any copy from before it that read open (a copy that reads closed is not one recovery reads at all:
-        // docs/audit.md, "Nor over a row the log refutes").
+        // docs/audit.md, "Nor does recovery record over a row the log refutes").
         const { journal, vault, lastSeq } = await replayedRowRun(id, path.slice(0, cut), (open) => {
           const before = open.filter((n) => n <= dispatch);
           return before[copySeed % before.length];
@@ -177,4 +178,83 @@ describe("when an action's row is written back to a copy from before its DISPATC
       { numRuns: 40 },
     );
   }, 120_000);
+});
+
+describe('when another process inserts a DISPATCH_STARTED header for an action that was never dispatched (THREAT-MODEL 4)', () => {
+  it('the action is held until the unlock, then, its events not folding, closed unknown over its row for a person: its lane is not wedged', async () => {
+    const t = await openTempJournal();
+    opened.push(t);
+    const id = 'act_inserted_0001';
+    const path = actionPaths.httpApproved(id);
+    for (const event of path.slice(0, dispatchAt(path))) await t.journal.append(event);
+    await t.journal.close();
+    // A header row that does not authenticate, with the audit tree extended over it (the start's tree check passes).
+    const admitted = copyActionRow(t.path, id);
+    appendForgedEventRow(t.path, {
+      action_id: id,
+      session_id: 'ses_test',
+      ticket: Number(admitted['ticket']),
+      lane: 'lane-a',
+      kind: 'DISPATCH_STARTED',
+      run: 1,
+      at_ms: t.clock.nowMs(),
+    });
+
+    const refuted: ActionRowRefuted[] = [];
+    t.vault.lock();
+    const journal = await Journal.open({
+      path: t.path,
+      clock: t.clock,
+      vault: t.vault,
+      onActionRowRefuted: (report) => refuted.push(report),
+    });
+    opened.push({ ...t, journal, dispose: () => journal.close() });
+    expect(journal.heldActions()).toEqual([id]);
+
+    t.vault.unlock();
+    await settle(journal);
+    expect(refuted.map((r) => [r.action_id, r.events_fold])).toEqual([
+      [id, undefined],
+      [id, false],
+    ]);
+    expect(journal.heldActions()).toEqual([]);
+    expect(journal.getAction(id)).toMatchObject({
+      outcome: 'unknown',
+      outcome_basis: 'broker_restart_journal_quarantined',
+      recorded: true,
+    });
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    // A person can end it: the lane is free again.
+    await journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'checked by hand' } });
+    expect(journal.listLane('lane-a')).toEqual([]);
+  });
+});
+
+describe('when the rewritten row also names another lane', () => {
+  it("the row's ticket blocks that lane only until the unlock, when the ticket moves to the lane its own events name", async () => {
+    const id = 'act_otherlane_0001';
+    const path = actionPaths.httpApproved(id);
+    const dispatch = dispatchAt(path);
+    const t = await openTempJournal();
+    opened.push(t);
+    for (const event of path.slice(0, dispatch)) await t.journal.append(event);
+    const copy = copyActionRow(t.path, id);
+    await t.journal.append(path[dispatch] as NewEvent);
+    const lastSeq = t.journal.stats().last_seq;
+    await t.journal.close();
+    const state = JSON.parse(String(copy['state'])) as ActionState;
+    writeActionRowBack(t.path, { ...copy, lane: 'lane-b', state: JSON.stringify({ ...state, lane: 'lane-b' }) });
+    t.vault.lock();
+    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    opened.push({ ...t, journal, dispose: () => journal.close() });
+    expect(journal.listLane('lane-b').map((s) => s.action_id)).toEqual([id]);
+
+    t.vault.unlock();
+    await settle(journal);
+    expect(journal.listLane('lane-b')).toEqual([]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    expect(recoveredAfter(journal, id, lastSeq).map((e) => e.classification?.outcome_basis)).toEqual([
+      'broker_restart_after_dispatch',
+    ]);
+  });
 });

@@ -5,6 +5,7 @@ import { foldMetrics } from '../core/index.js';
 import { Journal, type JournalOpenOptions } from '../journal/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { copyActionRow, writeActionRowBack } from '../testing/action-rows.js';
+import { inSession, sessionStartedEvent } from '../testing/session-events.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { ApprovalQueue, type Turn } from './approval-queue.js';
 import { httpCardPreview, httpRequestView } from './card-preview.js';
@@ -211,6 +212,38 @@ describe("when the broker restarts on a journal whose settled action's row was w
     ]);
     expect(turn).toEqual({ kind: 'go' });
     expect(journal.sealedAction(a)).toMatchObject({ outcome: 'committed' });
+    queue.close();
+  });
+});
+
+describe('when a session is revoked while one of its actions is held (its row refuted at this start)', () => {
+  it('the held action is skipped, and every open ticket of the session is still cancelled', async () => {
+    temp = await openTempJournal();
+    const session = 'ses_heldrevoke00001';
+    await temp.journal.appendSession(sessionStartedEvent(session, 4242));
+    const a = 'act_heldRevA0001';
+    const path = inSession(actionPaths.httpNoApproval(a), session);
+    const dispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED');
+    for (const event of path.slice(0, dispatch)) await temp.journal.append(event);
+    const copy = copyActionRow(temp.path, a);
+    await temp.journal.append(path[dispatch] as NewEvent);
+    await temp.journal.close();
+    writeActionRowBack(temp.path, copy);
+    temp.vault.lock();
+    const journal = await restart();
+    expect(journal.heldActions()).toEqual([a]);
+
+    const queue = ApprovalQueue.open({ journal, clock: temp.clock, config });
+    const b = 'act_heldRevB0001';
+    await journal.appendBatch(
+      admit(b, 'none').map((e) => (e.kind === 'ACTION_ACCEPTED' ? { ...e, lane: 'lane-a', session_id: session } : e)),
+    );
+    const { now, waiting } = await askTurn(queue, b);
+    expect(now).toBeUndefined();
+    await queue.revokeSession(session, person, 'not mine');
+    expect(journal.getAction(b)).toMatchObject({ outcome: 'not_attempted', decision: expect.anything() });
+    expect(await waiting).toMatchObject({ kind: 'closed' });
+    expect(journal.heldActions()).toEqual([a]);
     queue.close();
   });
 });

@@ -297,10 +297,6 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   /**
-   * Whether this action's executor is still running: released (or a retry's turn taken) and not settled yet. Its record
-   * may already read settled (an automatic retry waits out its backoff between attempts), yet it is not closed.
-   */
-  /**
    * Actions the journal held at open (their rows refuted by the log) and has now recovered from their own sealed events
    * (Journal.onHeldRecovered): their lanes are read again, so a ticket behind one the log had settled is released.
    */
@@ -311,6 +307,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     }
   }
 
+  /**
+   * Whether this action's executor is still running: released (or a retry's turn taken) and not settled yet. Its record
+   * may already read settled (an automatic retry waits out its backoff between attempts), yet it is not closed.
+   */
   isExecuting(actionId: string): boolean {
     return this.executing.has(actionId);
   }
@@ -784,8 +784,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       const s = this.journal.getAction(actionId);
       if (s?.session_id === sessionId) byId.set(actionId, s);
     }
+    // A held action (its row refuted by the log: Journal.isHeld) is not open whatever its row reads: it was dispatched,
+    // and no decision folds over it until its own events decide.
     return [...byId.values()]
-      .filter((s) => s.dispatch_seq === null && s.outcome === null)
+      .filter((s) => s.dispatch_seq === null && s.outcome === null && !this.journal.isHeld(s.action_id))
       .sort((a, b) => (a.ticket ?? 0) - (b.ticket ?? 0));
   }
 
@@ -916,8 +918,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    */
   private told(wait: TicketWait): TicketWait {
     if (!this.journal.isHeld(wait.action_id)) return wait;
+    // Shown as on its way (its log holds a dispatch): nothing to decide, whatever stage the row reads.
     return {
       ...wait,
+      waiting: 'dispatching',
+      allowed: true,
       text: `#${wait.ticket} held: its record was found rewritten at this start; its own events decide once the vault unlocks`,
     };
   }
