@@ -490,8 +490,7 @@ function rewriteNeverDispatched(dataDir: string, actionId: string): void {
   try {
     const row = db.prepare('SELECT state FROM actions WHERE action_id = ?').get(actionId) as { state: string };
     const state = JSON.parse(row.state) as Record<string, unknown>;
-    // The premise: dispatched, nothing recorded yet (the provisional outcome a dispatch leaves is unknown).
-    expect(state).toMatchObject({ recorded: false });
+    // The premise: dispatched (in flight, or settled since).
     expect(state['dispatch_seq']).not.toBeNull();
     const outcomeFields = ['outcome', 'phase', 'retry', 'code', 'effect', 'outcome_basis', 'source'];
     const forged = {
@@ -501,9 +500,13 @@ function rewriteNeverDispatched(dataDir: string, actionId: string): void {
       dispatch_evidence: 'never_started',
       dispatch_seq: null,
       attempts: [],
+      recorded: false,
+      result_id: null,
+      result_digest: null,
     };
     db.prepare(
       `UPDATE actions SET stage = 'credential_authorized', dispatch_evidence = 'never_started', dispatch_seq = NULL,
+      recorded = 0, result_id = NULL, result_digest = NULL, resolved_at_ms = NULL,
       ${outcomeFields.map((field) => `${field} = NULL`).join(', ')}, state = ? WHERE action_id = ?`,
     ).run(JSON.stringify(forged), actionId);
   } finally {
@@ -551,5 +554,39 @@ describe("a restart after another process rewrote an action's row to read never 
       expect.objectContaining({ action_id: id, state: 'blocked_head' }),
     );
     expect(t.requests).toHaveLength(1);
+  }, 120_000);
+});
+
+describe("a locked restart after another process rewrote a settled action's row to read never dispatched", () => {
+  it('7. the action is held: its card says so and offers nothing to decide; once a person unlocks, its own events say committed and the card is gone', async () => {
+    const t = await openTarget('honours', {});
+    const rig = await openRig('row-rewritten-settled', { port: t.port });
+    const first = await openAgent(rig, 'rr-settled-first');
+    const done = await within(first.call('http_request', post).reply, 'the first call');
+    expect(done.structuredContent).toMatchObject({ effect: 'succeeded' });
+    const id = await rig.acceptedAction(target);
+    await first.stop();
+    await rig.stop();
+    rewriteNeverDispatched(rig.dataDir, id);
+
+    const restarted = await rig.startLocked();
+    expect(restarted.process.stdout + restarted.process.stderr).toContain(
+      "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED",
+    );
+    const held = (await laneCards(rig.dataDir, 'route:docs')).find((c) => c.action_id === id);
+    expect(held).toMatchObject({ state: 'dispatching' });
+    expect(held?.text).toContain('held: its record was found rewritten at this start');
+
+    await rig.unlock();
+    const settled = await waitFor(
+      () => rig.show(id),
+      (s) => s.state.outcome === 'committed',
+      'the held action folded from its own events after the unlock',
+    );
+    expect(settled.state.dispatch_seq).not.toBeNull();
+    expect(await laneCards(rig.dataDir, 'route:docs')).toEqual([]);
+    // Nothing was sent again, and nothing was recorded over the settled action.
+    expect(t.requests).toHaveLength(1);
+    expect(settled.events.filter((e) => e.kind === 'OUTCOME_RECORDED')).toEqual([]);
   }, 120_000);
 });

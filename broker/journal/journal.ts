@@ -463,6 +463,11 @@ export class Journal implements BesideWriter {
    */
   private readonly heldAtOpen = new Set<string>();
   private readonly heldListeners = new Set<(actionIds: readonly string[]) => void>();
+  /**
+   * Held actions the log had settled, as their own events fold (recoverHeld appends nothing for them, so their rows
+   * still read what another process wrote): what getAction answers for them in this run. A handful at most.
+   */
+  private readonly heldFolds = new Map<string, ActionState>();
   private readonly audit: AuditWriter;
   /** A commit's writes (JournalWriter): inline, inside the transaction commitUnits begins (and recovery's, always). */
   private readonly writer: JournalWriter;
@@ -1299,7 +1304,10 @@ export class Journal implements BesideWriter {
   getAction(actionId: string): ActionState | undefined {
     this.requireReadable();
     return (
-      this.stateCache.get(actionId)?.state ?? this.laneTickets?.stateOf(actionId) ?? this.store.loadState(actionId)
+      this.stateCache.get(actionId)?.state ??
+      this.laneTickets?.stateOf(actionId) ??
+      this.heldFolds.get(actionId) ??
+      this.store.loadState(actionId)
     );
   }
 
@@ -2323,6 +2331,7 @@ export class Journal implements BesideWriter {
       } else {
         this.laneTickets?.moved(fold);
         event = recoveryEvent(fold, this.clock.nowMs(), this.recoveredJournal);
+        if (event === undefined) this.heldFolds.set(id, fold);
       }
       if (event === undefined) moved.push(id);
       else

@@ -44,6 +44,12 @@ async function replayedRowRun(
   const chosen = copyAfter(open);
   if (chosen !== undefined) writeActionRowBack(t.path, copies.get(chosen) as ActionRow);
 
+  const { journal, refuted } = await reopenLocked(t);
+  return { journal, vault: t.vault, refuted, lastSeq };
+}
+
+/** The next broker run on `t`'s file, started with the vault locked (as a daemon starts), telling refuted rows. */
+async function reopenLocked(t: TempJournal): Promise<{ journal: Journal; refuted: ActionRowRefuted[] }> {
   const refuted: ActionRowRefuted[] = [];
   t.vault.lock();
   const journal = await Journal.open({
@@ -53,7 +59,7 @@ async function replayedRowRun(
     onActionRowRefuted: (report) => refuted.push(report),
   });
   opened.push({ ...t, journal, dispose: () => journal.close() });
-  return { journal, vault: t.vault, refuted, lastSeq };
+  return { journal, refuted };
 }
 
 /** What recovery appended for the action after the crashed run's last event (at open, or at the unlock). */
@@ -132,6 +138,8 @@ describe("when an action's row is written back to a copy from before its DISPATC
     expect(heldRecovered).toEqual([[id]]);
     expect(journal.listLane('lane-a')).toEqual([]);
     expect(journal.sealedAction(id)).toMatchObject({ outcome: 'committed' });
+    // Reads answer the fold, not the rewritten row (which nothing appended to since).
+    expect(journal.getAction(id)).toEqual(journal.sealedAction(id));
   });
 
   it('an action the log shows was never dispatched is still recorded not_attempted at open, and nothing is reported', async () => {
@@ -200,15 +208,7 @@ describe('when another process inserts a DISPATCH_STARTED header for an action t
       at_ms: t.clock.nowMs(),
     });
 
-    const refuted: ActionRowRefuted[] = [];
-    t.vault.lock();
-    const journal = await Journal.open({
-      path: t.path,
-      clock: t.clock,
-      vault: t.vault,
-      onActionRowRefuted: (report) => refuted.push(report),
-    });
-    opened.push({ ...t, journal, dispose: () => journal.close() });
+    const { journal, refuted } = await reopenLocked(t);
     expect(journal.heldActions()).toEqual([id]);
 
     t.vault.unlock();

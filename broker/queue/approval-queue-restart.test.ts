@@ -56,6 +56,25 @@ async function restart(options: Pick<JournalOpenOptions, 'judgeBeforeRecovery'> 
   return journal;
 }
 
+/**
+ * `a`'s events appended up to its DISPATCH_STARTED (a crash there) or all of them; then, while no broker runs, its row
+ * is put back to its copy from before the dispatch (THREAT-MODEL), and the broker restarts with the vault locked: the
+ * journal holds `a` (its row refuted by the log).
+ */
+async function heldAfterLockedRestart(a: string, path: NewEvent[], until: 'dispatch' | 'whole path'): Promise<Journal> {
+  const dispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED');
+  for (const event of path.slice(0, dispatch)) await temp.journal.append(event);
+  const copy = copyActionRow(temp.path, a);
+  for (const event of path.slice(dispatch, until === 'dispatch' ? dispatch + 1 : path.length))
+    await temp.journal.append(event);
+  await temp.journal.close();
+  writeActionRowBack(temp.path, copy);
+  temp.vault.lock();
+  const journal = await restart();
+  expect(journal.heldActions()).toEqual([a]);
+  return journal;
+}
+
 /** Asks the queue for `id`'s turn and lets it answer what it can at once: `now` is the turn given by then, if any. */
 async function askTurn(queue: ApprovalQueue, id: string): Promise<{ now: Turn | undefined; waiting: Promise<Turn> }> {
   let now: Turn | undefined;
@@ -177,17 +196,8 @@ describe("when the broker restarts on a journal whose settled action's row was w
   it('the held action keeps its lane until the unlock, when its own events say settled and the next ticket goes', async () => {
     temp = await openTempJournal();
     const a = 'act_heldA0001';
-    const path = actionPaths.httpNoApproval(a);
-    const dispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED');
-    for (const event of path.slice(0, dispatch)) await temp.journal.append(event);
-    const copy = copyActionRow(temp.path, a);
-    for (const event of path.slice(dispatch)) await temp.journal.append(event);
-    // THREAT-MODEL: while no broker runs, the committed action's row is put back to its copy from before the dispatch.
-    await temp.journal.close();
-    writeActionRowBack(temp.path, copy);
-    temp.vault.lock();
-    const journal = await restart();
-    expect(journal.heldActions()).toEqual([a]);
+    // Committed; then, while no broker runs, its row is put back to its copy from before the dispatch.
+    const journal = await heldAfterLockedRestart(a, actionPaths.httpNoApproval(a), 'whole path');
 
     const queue = ApprovalQueue.open({ journal, clock: temp.clock, config });
     journal.onHeldRecovered((ids) => queue.heldRecovered(ids));
@@ -222,16 +232,7 @@ describe('when a session is revoked while one of its actions is held (its row re
     const session = 'ses_heldrevoke00001';
     await temp.journal.appendSession(sessionStartedEvent(session, 4242));
     const a = 'act_heldRevA0001';
-    const path = inSession(actionPaths.httpNoApproval(a), session);
-    const dispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED');
-    for (const event of path.slice(0, dispatch)) await temp.journal.append(event);
-    const copy = copyActionRow(temp.path, a);
-    await temp.journal.append(path[dispatch] as NewEvent);
-    await temp.journal.close();
-    writeActionRowBack(temp.path, copy);
-    temp.vault.lock();
-    const journal = await restart();
-    expect(journal.heldActions()).toEqual([a]);
+    const journal = await heldAfterLockedRestart(a, inSession(actionPaths.httpNoApproval(a), session), 'dispatch');
 
     const queue = ApprovalQueue.open({ journal, clock: temp.clock, config });
     const b = 'act_heldRevB0001';

@@ -1,20 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { auditHeaderText, encodeLeaf } from '../core/audit-record.js';
+import { auditHeaderText, encodeLeaf, type AuditHeaderFields } from '../core/audit-record.js';
 import { appendLeaf, decodeFrontier, encodeFrontier, leafHash } from '../core/merkle-tree.js';
 import { sha256 } from '../journal/event-cipher.js';
 import { readTreeSql } from '../journal/snapshot-sql.js';
-
-/** The plaintext header of a forged event row: the columns any process of the user can write. */
-export interface ForgedEventHeader {
-  readonly action_id: string;
-  readonly session_id: string | null;
-  readonly ticket: number | null;
-  readonly lane: string | null;
-  readonly kind: string;
-  readonly run: number;
-  readonly at_ms: number;
-}
 
 /**
  * THREAT-MODEL: with no broker running, another process of the user appends an event row to the journal file — the
@@ -22,7 +11,7 @@ export interface ForgedEventHeader {
  * SHA-256 over plaintext, so its size and frontier can be recomputed by anyone), so the start's tree check passes. Its
  * payload is random bytes: it does not authenticate under any run key, so it never opens. Returns its seq.
  */
-export function appendForgedEventRow(journalPath: string, header: ForgedEventHeader): number {
+export function appendForgedEventRow(journalPath: string, header: AuditHeaderFields): number {
   const db = new Database(journalPath, { fileMustExist: true, timeout: 5_000 });
   try {
     const tree = db.prepare(readTreeSql).get() as { size: number; frontier: Uint8Array };

@@ -7,6 +7,7 @@ import { openVault } from '../../broker/vault/index.js';
 import { op, waitFor } from './drill.js';
 import { startDaemon, type Exit, type RunningDaemon } from './postern-process.js';
 import { acceptConfigAsPerson } from './accepted-config.js';
+import { unlockAsPerson } from './person-decision.js';
 
 /** Bound on waiting for something that is already on its way (an agent's answer after a crash, a CLI). */
 export const settleWaitMs = 30_000;
@@ -84,6 +85,19 @@ export class RecoveryRig {
     if (this.daemon !== undefined) throw new Error('a daemon of this rig is still running');
     this.daemon = await startDaemon(this.dataDir, { env: { POSTERN_PASSPHRASE_FILE: this.passphraseFile } });
     return this.daemon;
+  }
+
+  /** Starts `postern daemon` on this directory locked (no passphrase file): a person unlocks it later (`unlock`). */
+  async startLocked(): Promise<RunningDaemon> {
+    if (this.daemon !== undefined) throw new Error('a daemon of this rig is still running');
+    this.daemon = await startDaemon(this.dataDir, { env: { POSTERN_PASSPHRASE_FILE: undefined } });
+    return this.daemon;
+  }
+
+  /** What `postern vault unlock` sends when a person types the passphrase on its terminal. */
+  unlock(): Promise<void> {
+    this.running();
+    return unlockAsPerson(this.dataDir, this.passphrase);
   }
 
   /** SIGKILL: a crash, no shutdown path runs. */
