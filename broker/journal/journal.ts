@@ -1332,15 +1332,6 @@ export class Journal implements BesideWriter {
    * fault, so the journal goes on): falling back to the row there would let a process that inserts one bad row choose
    * what the new event folds over.
    */
-  private sealedStateOrHeld(actionId: string): ActionState | undefined | 'unreadable' {
-    const sealed = this.sealedStateForCommit(actionId);
-    if (sealed !== 'unreadable' || !this.heldAtOpen.has(actionId)) return sealed;
-    throw new CodedError(
-      'IMPOSSIBLE_TRANSITION',
-      `${actionId}: its row was found rewritten at this start (it says never dispatched; the log holds its DISPATCH_STARTED), so nothing is recorded over it until its own events can be read: unlock the vault`,
-    );
-  }
-
   private sealedStateForCommit(actionId: string): ActionState | undefined | 'unreadable' {
     try {
       return project(this.allSubjectEvents(actionId)).get(actionId);
@@ -1353,6 +1344,19 @@ export class Journal implements BesideWriter {
         { cause: error },
       );
     }
+  }
+
+  /**
+   * sealedStateForCommit for the commit path: a held action (its row refuted at open, heldAtOpen) whose events cannot
+   * be opened yet is refused (a unit's fault), never folded over its row.
+   */
+  private sealedStateOrHeld(actionId: string): ActionState | undefined | 'unreadable' {
+    const sealed = this.sealedStateForCommit(actionId);
+    if (sealed !== 'unreadable' || !this.heldAtOpen.has(actionId)) return sealed;
+    throw new CodedError(
+      'IMPOSSIBLE_TRANSITION',
+      `${actionId}: its row was found rewritten at this start (it says never dispatched; the log holds its DISPATCH_STARTED), so nothing is recorded over it until its own events can be read: unlock the vault`,
+    );
   }
 
   /**
