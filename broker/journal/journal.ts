@@ -2295,7 +2295,9 @@ export class Journal implements BesideWriter {
    * false here, and onActionRowRefuted is told. One indexed read per action left open: a handful at any start.
    */
   private rowTrustedForRecovery(state: ActionState): boolean {
-    if (state.dispatch_seq !== null || state.outcome !== null) return true;
+    // A dispatch_seq, once folded, is never folded back to null: any row without one is checked, whatever it says of
+    // an outcome (its columns read open, or recovery would not have read it).
+    if (state.dispatch_seq !== null) return true;
     if (!this.store.readSubjectKinds(state.action_id).has('DISPATCH_STARTED')) return true;
     this.tellActionRowRefuted({ action_id: state.action_id, row_stage: state.stage, log_holds: 'DISPATCH_STARTED' });
     return false;

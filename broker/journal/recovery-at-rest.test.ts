@@ -258,3 +258,22 @@ describe('when the rewritten row also names another lane', () => {
     ]);
   });
 });
+
+describe("when the rewritten row's columns read open but its state says not_attempted, never dispatched", () => {
+  it('the action is held all the same (a dispatch, once recorded, is never unrecorded): no restart takes the row', async () => {
+    const id = 'act_mixedrow_0001';
+    const path = actionPaths.httpApproved(id);
+    const dispatch = dispatchAt(path);
+    const t = await openTempJournal();
+    opened.push(t);
+    for (const event of path.slice(0, dispatch + 1)) await t.journal.append(event);
+    const row = copyActionRow(t.path, id);
+    await t.journal.close();
+    const state = JSON.parse(String(row['state'])) as ActionState;
+    const forged = { ...state, dispatch_seq: null, attempts: [], outcome: 'not_attempted', code: 'BROKER_RESTARTED' };
+    writeActionRowBack(t.path, { ...row, state: JSON.stringify(forged) });
+    const { journal, refuted } = await reopenLocked(t);
+    expect(refuted.map((r) => r.action_id)).toEqual([id]);
+    expect(journal.heldActions()).toEqual([id]);
+  });
+});
