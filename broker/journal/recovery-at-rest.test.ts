@@ -244,9 +244,7 @@ describe('when the rewritten row also names another lane', () => {
     await t.journal.close();
     const state = JSON.parse(String(copy['state'])) as ActionState;
     writeActionRowBack(t.path, { ...copy, lane: 'lane-b', state: JSON.stringify({ ...state, lane: 'lane-b' }) });
-    t.vault.lock();
-    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
-    opened.push({ ...t, journal, dispose: () => journal.close() });
+    const { journal } = await reopenLocked(t);
     expect(journal.listLane('lane-b').map((s) => s.action_id)).toEqual([id]);
 
     t.vault.unlock();
