@@ -47,7 +47,8 @@ export const auditSchemaVersion = 4;
 // 22 rebuilds the rate's outcome_minutes with in_flight (a running action is counted once settled): current state
 // only.
 // 23 adds idempotency_keys_by_expiry, an index of the current-state idempotency_keys table only.
-export const auditSchemaVersionMax = 23;
+// 24 adds events_dispatch_marks, a partial index of the events' plaintext headers: no row changes.
+export const auditSchemaVersionMax = 24;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

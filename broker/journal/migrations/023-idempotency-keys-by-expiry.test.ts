@@ -31,7 +31,7 @@ describe('migration 023: the idempotency book reads only the live bindings at op
       const rows = (): unknown => db.prepare('SELECT * FROM idempotency_keys ORDER BY route, scope, key').all();
       const before = rows();
 
-      expect(migrate(db)).toBe(migration023IdempotencyKeysByExpiry.version);
+      expect(migrate(db, journalMigrations.slice(0, 23))).toBe(migration023IdempotencyKeysByExpiry.version);
       expect(schemaVersion(db)).toBe(23);
       expect(plan(db)).toMatch(
         /^SEARCH idempotency_keys USING INDEX idempotency_keys_by_expiry \(expires_at_ms>\?\)$/m,

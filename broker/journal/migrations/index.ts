@@ -22,6 +22,7 @@ import { migration020OpenIncludesBlockingUnknown } from './020-open-includes-blo
 import { migration021OutcomeFilterSettled } from './021-outcome-filter-settled.js';
 import { migration022RateCountsSettled } from './022-rate-counts-settled.js';
 import { migration023IdempotencyKeysByExpiry } from './023-idempotency-keys-by-expiry.js';
+import { migration024DispatchMarks } from './024-dispatch-marks.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -48,4 +49,5 @@ export const journalMigrations: readonly Migration[] = [
   migration021OutcomeFilterSettled,
   migration022RateCountsSettled,
   migration023IdempotencyKeysByExpiry,
+  migration024DispatchMarks,
 ];
