@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../broker/contract/index.js';
+import { rewriteActionRow } from '../broker/testing/action-rows.js';
 import { IdempotencyTarget, type IdempotencyBehaviour } from '../broker/testing/idempotency-target.js';
 import { DrillAgent, type ToolReply } from './support/drill-agent.js';
 import { laneCards, op, waitFor } from './support/drill.js';
@@ -588,5 +589,67 @@ describe("a locked restart after another process rewrote a settled action's row 
     // Nothing was sent again, and nothing was recorded over the settled action.
     expect(t.requests).toHaveLength(1);
     expect(settled.events.filter((e) => e.kind === 'OUTCOME_RECORDED')).toEqual([]);
+  }, 120_000);
+});
+
+describe("a locked restart after another process rewrote an in-flight action's row to read settled, not_attempted", () => {
+  it('8. the log shows it dispatched with no outcome: it is held in its lane (never not_attempted, its card says held); once a person unlocks, its own events make it unknown; the target saw one request', async () => {
+    const t = await openTarget('honours', {});
+    const proxy = await HoldingProxy.start(t.port);
+    cleanup.push(() => proxy.stop());
+    proxy.holdNext = 1;
+    const rig = await openRig('row-rewritten-closed', { port: proxy.port });
+    const agent = await openAgent(rig, 'rr-closed');
+    const call = agent.call('http_request', post).reply;
+    call.catch(() => undefined);
+    await waitForCount(() => proxy.held.length, 1, 'the target answer, held');
+    const id = await rig.acceptedAction(target);
+    expect(t.effectsOf(post.body)).toBe(1);
+
+    expect((await rig.crash()).signal).toBe('SIGKILL');
+    await agent.stop();
+    // The row, columns and state alike, made to read as a restart before dispatch would have closed it.
+    rewriteActionRow(path.join(rig.dataDir, 'journal.sqlite'), id, (state) => ({
+      ...state,
+      stage: 'credential_authorized',
+      dispatch_evidence: 'never_started',
+      dispatch_seq: null,
+      attempts: [],
+      outcome: 'not_attempted',
+      phase: 'connection_setup',
+      code: 'BROKER_RESTARTED',
+      effect: 'no_effect',
+      retry: 'backoff',
+      outcome_basis: 'broker_restart_before_dispatch',
+      source: 'local_gate',
+      recorded: true,
+    }));
+
+    const restarted = await rig.startLocked();
+    expect(restarted.process.stdout + restarted.process.stderr).toContain(
+      "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED",
+    );
+    // Held in its lane, as the log shows it: in flight, nothing to decide.
+    const held = (await laneCards(rig.dataDir, 'route:docs')).find((c) => c.action_id === id);
+    expect(held).toMatchObject({ state: 'dispatching' });
+    expect(held?.text).toContain('held: its record was found rewritten at this start');
+
+    await rig.unlock();
+    const recovered = await waitFor(
+      () => rig.show(id),
+      (s) => s.state.recorded,
+      'the held action recovered from its own events after the unlock',
+    );
+    expect(recovered.state).toMatchObject({
+      outcome: 'unknown',
+      outcome_basis: 'broker_restart_after_dispatch',
+      phase: 'remote_execution',
+    });
+    expect(recovered.state.attempts.map((a) => a.n)).toEqual([1]);
+    expect(recovered.events.map((e) => e.outcome)).not.toContain('not_attempted');
+    expect(await laneCards(rig.dataDir, 'route:docs')).toContainEqual(
+      expect.objectContaining({ action_id: id, state: 'blocked_head' }),
+    );
+    expect(t.requests).toHaveLength(1);
   }, 120_000);
 });

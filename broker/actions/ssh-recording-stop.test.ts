@@ -7,6 +7,7 @@ import {
   misbehavingHostConfig,
   type SshActionHarness,
 } from '../testing/ssh-action-harness.js';
+import { rewriteActionRow } from '../testing/action-rows.js';
 import { closeUnsentRecordings } from './unsent-recordings.js';
 
 /*
@@ -20,8 +21,12 @@ afterEach(() => remotes.closeOpened());
 afterAll(() => remotes.remove());
 
 /** The next start on the same file: the journal reopened (recovery runs) and a result store on it. */
-async function restart(h: SshActionHarness): Promise<{ journal: Journal; results: ResultStore }> {
+async function restart(
+  h: SshActionHarness,
+  whileStopped?: () => void,
+): Promise<{ journal: Journal; results: ResultStore }> {
   await h.temp.journal.close();
+  whileStopped?.();
   const journal = await Journal.open({ path: h.temp.path, clock: h.temp.clock, vault: h.temp.vault });
   const results = ResultStore.open(h.temp.path, journal.rowCipher(), { role: 'broker' });
   remotes.defer(async () => {
@@ -116,6 +121,46 @@ describe('when the broker stops after the command was sent, while its output is 
     expect(s.log.map((e) => e.event)).toContain('exec_received');
 
     const next = await restart(h);
+    expect(
+      await closeUnsentRecordings({ recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock }),
+    ).toBe(0);
+    expect(() => readActionRecording(next.results, next.journal, { action_id: actionId })).toThrow(
+      expect.objectContaining({ code: 'RECORDING_INCOMPLETE' }),
+    );
+  });
+});
+
+describe('when the broker stops after the command was sent, and its row is then rewritten to say never sent (THREAT-MODEL)', () => {
+  it('the start does not seal its recording as never sent: the log holds its DISPATCH_STARTED, so it stays RECORDING_INCOMPLETE', async () => {
+    const { h, s } = await remotes.open('silent_after_exec');
+    const cancel = new AbortController();
+    const run = h.run(misbehavingHostConfig(s), { host: 'lab', command: 'deploy --now' }, cancel.signal);
+    const actionId = await journalReached(h, 'REMOTE_RESPONSE_STARTED');
+    h.results.close();
+    cancel.abort();
+    await run;
+    expect(s.log.map((e) => e.event)).toContain('exec_received');
+
+    // While no broker runs, another process of the user makes the row read as a command never sent.
+    const next = await restart(h, () =>
+      rewriteActionRow(h.temp.path, actionId, (state) => ({
+        ...state,
+        stage: 'credential_authorized',
+        dispatch_seq: null,
+        attempts: [],
+        outcome: 'not_attempted',
+        phase: 'connection_setup',
+        code: 'BROKER_RESTARTED',
+        effect: 'no_effect',
+        outcome_basis: 'broker_restart_before_dispatch',
+        retry: 'backoff',
+        source: 'local_gate',
+        recorded: true,
+      })),
+    );
+    // Its read is its own events' fold (this start has the vault open), not the row: unknown, after a dispatch.
+    expect(next.journal.getAction(actionId)).toMatchObject({ outcome: 'unknown', recorded: true });
+    expect(next.journal.getAction(actionId)?.dispatch_seq).not.toBeNull();
     expect(
       await closeUnsentRecordings({ recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock }),
     ).toBe(0);

@@ -1,6 +1,7 @@
 export {
   Journal,
   journalFileName,
+  type ActionRowRefuted,
   type AppendOptions,
   batchEventsMaxDefault,
   pendingEventsMaxDefault,

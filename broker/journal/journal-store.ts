@@ -36,6 +36,8 @@ import {
   readTreeSql,
 } from './snapshot-sql.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
+import { dispatchMarkKindsSql } from './migrations/024-dispatch-marks.js';
+import type { LogFacts } from './recovery.js';
 import type { BoundBinding } from './idempotency-book.js';
 
 /**
@@ -132,6 +134,26 @@ export interface EventRow {
   ciphertext: Uint8Array;
   leaf_hash: Uint8Array;
 }
+
+/** What the log's plaintext headers say of one action's dispatches (seqs; null where there is none). */
+export interface DispatchMarks {
+  readonly action_id: string;
+  readonly first_dispatch: number | null;
+  readonly last_dispatch: number | null;
+  /** The last event of a kind that must carry a classification (kindsRequiringClassification). */
+  readonly last_classified: number | null;
+}
+
+const dispatchMarksSelect = `SELECT min(CASE WHEN kind = 'DISPATCH_STARTED' THEN seq END) AS first_dispatch,
+  max(CASE WHEN kind = 'DISPATCH_STARTED' THEN seq END) AS last_dispatch,
+  max(CASE WHEN kind <> 'DISPATCH_STARTED' THEN seq END) AS last_classified`;
+
+/**
+ * The actions whose last DISPATCH_STARTED has no event of a classified kind after it, with their marks (DispatchMarks):
+ * one pass over events_dispatch_marks (migration 024), a covering index, so no event row is read.
+ */
+export const openDispatchesSql = `${dispatchMarksSelect}, action_id FROM events WHERE kind IN (${dispatchMarkKindsSql})
+  GROUP BY action_id HAVING last_dispatch > coalesce(last_classified, 0)`;
 
 /** An event's plaintext header columns, as a credential request's fold reads them. */
 type SubjectHeaderRow = Pick<EventRow, 'seq' | 'at_ms' | 'kind' | 'action_id' | 'session_id'>;
@@ -235,6 +257,16 @@ export class JournalStore implements AuditStore {
     readSubjectEventsAfter: () => Statement<[string, number, number], EventRow>;
     readSubjectHeaders: () => Statement<[string], SubjectHeaderRow>;
     readSubjectKinds: () => Statement<[string], { kind: string }>;
+    openDispatches: () => Statement<[], DispatchMarks>;
+    logFacts: () => Statement<
+      [string],
+      Pick<LogFacts, 'first_dispatch' | 'last_dispatch' | 'last_classified' | 'last_seq'> & { abandoned: number | null }
+    >;
+    admission: () => Statement<
+      [string],
+      { kind: string; session_id: string | null; ticket: number | null; lane: string | null }
+    >;
+    strayHeaders: () => Statement<[string, string | null, number | null, string | null], { n: number }>;
     readSubjectRuns: () => Statement<[string, number], { run: number }>;
     readClassifiedHeaders: () => Statement<[string, number], SubjectHeaderRow>;
     readCredentialRequestHeaders: () => Statement<[number], SubjectHeaderRow>;
@@ -323,6 +355,26 @@ export class JournalStore implements AuditStore {
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
       readSubjectEventsAfter: lazy(db, `SELECT * FROM events WHERE action_id = ? AND seq > ? ORDER BY seq LIMIT ?`),
       readSubjectKinds: lazy(db, `SELECT DISTINCT kind FROM events WHERE action_id = ?`),
+      // Through events_dispatch_marks (migration 024), covering: one pass over the index, no event row read.
+      openDispatches: lazy(db, openDispatchesSql),
+      // Through events_by_action, each over one action's events from seq 1 (as a fold reads them), in SQLite.
+      logFacts: lazy(
+        db,
+        `SELECT min(CASE WHEN kind = 'DISPATCH_STARTED' THEN seq END) AS first_dispatch,
+          max(CASE WHEN kind = 'DISPATCH_STARTED' THEN seq END) AS last_dispatch,
+          max(CASE WHEN kind IN (${classifiedKindsSql}) THEN seq END) AS last_classified,
+          max(seq) AS last_seq, max(kind = 'ABANDONED') AS abandoned
+        FROM events WHERE action_id = ? AND seq > 0`,
+      ),
+      admission: lazy(
+        db,
+        `SELECT kind, session_id, ticket, lane FROM events WHERE action_id = ? AND seq > 0 ORDER BY seq LIMIT 1`,
+      ),
+      strayHeaders: lazy(
+        db,
+        `SELECT count(*) AS n FROM events WHERE action_id = ? AND seq > 0
+          AND (session_id IS NOT ? OR ticket IS NOT ? OR lane IS NOT ?)`,
+      ),
       readSubjectRuns: lazy(
         db,
         `SELECT DISTINCT run FROM (SELECT run FROM events WHERE action_id = ? ORDER BY seq LIMIT ?)`,
@@ -541,6 +593,48 @@ export class JournalStore implements AuditStore {
         .all(subjectId)
         .map((row) => row.kind as EventKind),
     );
+  }
+
+  /**
+   * Every action the log's headers show dispatched and not classified since (its last DISPATCH_STARTED has no event of a
+   * classified kind after it): what the log says a crash left in flight, whatever the `actions` rows say. A pass over
+   * events_dispatch_marks, two or three entries an action dispatched (bench/recovery-marks.ts: ~70 ms a million events
+   * on the development VM).
+   */
+  openDispatches(): DispatchMarks[] {
+    return this.sql.openDispatches().all();
+  }
+
+  /**
+   * What one action's plaintext event headers establish (recovery.ts LogFacts): three reads through events_by_action,
+   * each over that action's events in SQLite (no row reaches JavaScript but the first), however many it has.
+   */
+  logFacts(actionId: string): LogFacts {
+    const marks = this.sql.logFacts().get(actionId) ?? {
+      first_dispatch: null,
+      last_dispatch: null,
+      last_classified: null,
+      last_seq: null,
+      abandoned: null,
+    };
+    const first = this.sql.admission().get(actionId);
+    const admitted = first?.kind === 'ACTION_ACCEPTED' ? first : undefined;
+    // As plan-unit's stamp writes them: an admission first, and every later header with its session, ticket and lane.
+    const consistent =
+      first === undefined ||
+      (admitted !== undefined &&
+        this.sql.strayHeaders().get(actionId, admitted.session_id, admitted.ticket, admitted.lane)?.n === 0);
+    return {
+      first_dispatch: marks.first_dispatch,
+      last_dispatch: marks.last_dispatch,
+      last_classified: marks.last_classified,
+      last_seq: marks.last_seq,
+      abandoned: marks.abandoned === 1,
+      session_id: admitted?.session_id ?? null,
+      ticket: admitted?.ticket ?? null,
+      lane: admitted?.lane ?? null,
+      consistent,
+    };
   }
 
   /** The runs that sealed a subject's first `limit` events (readSubjectEvents' rows), from the plaintext run column. */

@@ -64,7 +64,14 @@ import {
   type AppendedSession,
   type PlanResult,
 } from './plan-unit.js';
-import { recoveryEvent } from './recovery.js';
+import {
+  recoveryEvent,
+  refutedRowState,
+  rowRefutation,
+  unfoldableRecoveryEvent,
+  type LogFacts,
+  type LogHolds,
+} from './recovery.js';
 import { eventChecksFromEnv, NewEventChecker, validateNewEvent, type EventChecks } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
 import { JournalWriter, type SealFault, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
@@ -73,7 +80,7 @@ import { WriterThread, type WriterThreadOptions } from './writer-thread.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { endedSessionsKept, SessionBook } from './session-book.js';
 import { IdempotencyBook, liveBindingsFromMs } from './idempotency-book.js';
-import { StateCache } from './state-cache.js';
+import { RecentCache, StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
 import { WalSync } from './wal-sync.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
@@ -228,10 +235,12 @@ export interface JournalOpenOptions {
 /** What onActionRowRefuted is told (ids and names only). */
 export interface ActionRowRefuted {
   readonly action_id: string;
-  /** The stage the row claims (one before dispatch). */
-  readonly row_stage: ActionState['stage'];
-  /** What the log's headers hold that the row denies. */
-  readonly log_holds: 'DISPATCH_STARTED';
+  /** The stage the row claims (null: the row is gone). */
+  readonly row_stage: ActionState['stage'] | null;
+  /** What the log's headers hold that the row denies (recovery.ts LogHolds). */
+  readonly log_holds: LogHolds;
+  /** Found by a read after the start (Journal.checkedRow), not by recovery: not held, only read as the log allows. */
+  readonly on_read?: true;
   /**
    * Told a second time, at the unlock, when the action's own events do not fold (or never will): false. It is then
    * closed unknown over the row, as in a quarantined journal (Journal.recoverHeld).
@@ -461,13 +470,27 @@ export class Journal implements BesideWriter {
    * Actions left open whose rows the log refuted at open (rowTrustedForRecovery): not recovered from the row, and no
    * commit folds over it (planUnits); recoverHeld recovers each from its own sealed events once they open.
    */
-  private readonly heldAtOpen = new Set<string>();
+  private readonly heldAtOpen = new Map<string, LogHolds>();
   private readonly heldListeners = new Set<(actionIds: readonly string[]) => void>();
   /**
    * Held actions the log had settled, as their own events fold (recoverHeld appends nothing for them, so their rows
    * still read what another process wrote): what getAction answers for them in this run. A handful at most.
    */
   private readonly heldFolds = new Map<string, ActionState>();
+  /**
+   * Held actions (heldAtOpen) with a row: what they read as until the unlock (recovery.ts refutedRowState, what the
+   * log's headers establish over the row), in getAction and in their lanes. A handful at most.
+   */
+  private readonly heldStates = new Map<string, ActionState>();
+  /** Held actions whose events never fold, while recoverHeld's close of them commits: the state it folds over. */
+  private readonly heldClosing = new Map<string, ActionState>();
+  /** Rows a read found refuted (checkedRow), told once each. Bounded below. */
+  private readonly refutedOnRead = new Set<string>();
+  /**
+   * What checkedRow answered for actions past the state cache, so a repeated read does not fold again: dropped for an
+   * action a commit writes (the state cache answers it from then on) and all at once when the vault opens or locks.
+   */
+  private readonly checkedRows = new RecentCache<ActionState>(checkedRowsKept);
   private readonly audit: AuditWriter;
   /** A commit's writes (JournalWriter): inline, inside the transaction commitUnits begins (and recovery's, always). */
   private readonly writer: JournalWriter;
@@ -1236,6 +1259,11 @@ export class Journal implements BesideWriter {
       // What appendLater holds is committed first: from here on every commit moves the tickets it wrote.
       this.flushQueued();
       this.laneTickets = LaneTickets.load(this.store.unresolvedLaneStates());
+      // A held action the log shows in flight keeps its lane as the log names it, whatever its row lists.
+      for (const [id, state] of this.heldStates) {
+        this.laneTickets.drop(id);
+        this.laneTickets.moved(state);
+      }
     }
     return this.laneTickets;
   }
@@ -1305,10 +1333,61 @@ export class Journal implements BesideWriter {
     this.requireReadable();
     return (
       this.stateCache.get(actionId)?.state ??
+      this.heldStates.get(actionId) ??
       this.laneTickets?.stateOf(actionId) ??
       this.heldFolds.get(actionId) ??
-      this.store.loadState(actionId)
+      this.checkedRow(actionId)
     );
+  }
+
+  /**
+   * An action as getAction answers it past the cache (an action no commit of this run touched lately), never the
+   * plaintext `actions` row taken as it is: any process of the user can rewrite it while no broker runs (THREAT-MODEL),
+   * to say an action dispatched long ago was never sent, or a recorded unknown committed. The action's own events fold
+   * whenever they open (an old action's read costs its fold, once: checkedRows keeps it); while they cannot (the vault
+   * locked, or a run whose key is lost for good), the row, checked first against the log's plaintext headers
+   * (recovery.ts rowRefutation), or what the headers establish over a row they refute (refutedRowState). Events that
+   * open but do not authenticate or fold refute the row as well. All read in one snapshot, so a commit of the writer
+   * thread's meanwhile is not a refutation. A row that differs from the log is reported (onActionRowRefuted, `on_read`)
+   * once.
+   */
+  private checkedRow(actionId: string): ActionState | undefined {
+    const kept = this.checkedRows.get(actionId);
+    if (kept !== undefined) return kept;
+    const begun = !this.db.inTransaction;
+    if (begun) this.db.exec('BEGIN');
+    let read: { row: ActionState; facts: LogFacts; fold: ReturnType<Journal['heldFold']> } | undefined;
+    try {
+      const row = this.store.loadState(actionId);
+      if (row !== undefined)
+        read = { row, facts: this.logFacts(actionId), fold: this.heldFold(actionId, { forRead: true }) };
+    } finally {
+      if (begun && this.db.inTransaction) this.db.exec('COMMIT');
+    }
+    if (read === undefined) return undefined;
+    const { row, facts, fold } = read;
+    const folded = typeof fold === 'object' ? fold : undefined;
+    const holds =
+      rowRefutation(row, facts) ??
+      (fold === 'unfoldable' || (folded !== undefined && !sameOutcomeRecord(row, folded))
+        ? 'SEALED_EVENTS'
+        : undefined);
+    if (holds !== undefined) this.tellRefutedOnRead(actionId, row.stage, holds);
+    const answer = folded ?? (holds === undefined ? row : refutedRowState(row, facts));
+    this.checkedRows.committed([[actionId, answer]]);
+    return answer;
+  }
+
+  /** What an action's plaintext event headers establish (JournalStore.logFacts; recovery.ts LogFacts). */
+  private logFacts(actionId: string): LogFacts {
+    return this.store.logFacts(actionId);
+  }
+
+  private tellRefutedOnRead(actionId: string, rowStage: ActionState['stage'], holds: LogHolds): void {
+    if (this.refutedOnRead.has(actionId)) return;
+    if (this.refutedOnRead.size >= refutedOnReadTold) this.refutedOnRead.clear();
+    this.refutedOnRead.add(actionId);
+    this.tellActionRowRefuted({ action_id: actionId, row_stage: rowStage, log_holds: holds, on_read: true });
   }
 
   /**
@@ -1347,15 +1426,25 @@ export class Journal implements BesideWriter {
   }
 
   /**
-   * sealedStateForCommit for the commit path: a held action (its row refuted at open, heldAtOpen) whose events cannot
-   * be opened yet is refused (a unit's fault), never folded over its row.
+   * sealedStateForCommit for the commit path: where the action's events cannot be opened yet, the commit folds over its
+   * row (CommitOverlay), so a row the log refutes is refused (a unit's fault), never folded over — a held action's
+   * (refuted at open, heldAtOpen), or one a check against the headers refutes now (rowRefutation: a person's decision
+   * on an earlier run's action while the vault is locked).
    */
   private sealedStateOrHeld(actionId: string): ActionState | undefined | 'unreadable' {
     const sealed = this.sealedStateForCommit(actionId);
-    if (sealed !== 'unreadable' || !this.heldAtOpen.has(actionId)) return sealed;
+    if (sealed !== 'unreadable') return sealed;
+    const held = this.heldAtOpen.get(actionId);
+    if (held !== undefined)
+      throw new CodedError(
+        'IMPOSSIBLE_TRANSITION',
+        `${actionId}: its row was found rewritten at this start (${heldRowWords[held]}), so nothing is recorded over it until its own events can be read: unlock the vault`,
+      );
+    const holds = rowRefutation(this.store.loadState(actionId), this.logFacts(actionId));
+    if (holds === undefined) return sealed;
     throw new CodedError(
       'IMPOSSIBLE_TRANSITION',
-      `${actionId}: its row was found rewritten at this start (it says never dispatched; the log holds its DISPATCH_STARTED), so nothing is recorded over it until its own events can be read: unlock the vault`,
+      `${actionId}: its row differs from the journal's log (${heldRowWords[holds]}), so nothing is recorded over it until its own events can be read: unlock the vault`,
     );
   }
 
@@ -1373,8 +1462,7 @@ export class Journal implements BesideWriter {
       read += page.length;
       const last = page.at(-1);
       if (page.length < eventsPageMax || last === undefined) return;
-      if (read >= sealedActionEventsMax)
-        throw new CodedError('INTERNAL', `${subjectId} has more than ${sealedActionEventsMax} events; not folded`);
+      if (read >= sealedActionEventsMax) throw new FoldTooLongError(subjectId);
       after = last.seq;
     }
   }
@@ -2006,7 +2094,7 @@ export class Journal implements BesideWriter {
       this.sessionsForCommit,
       this.keyBook,
       // A held action's lane entry is its refuted row: folded from its sealed events, or refused while they do not open.
-      (id) => (this.heldAtOpen.has(id) ? undefined : this.laneTickets?.stateOf(id)),
+      (id) => (this.heldAtOpen.has(id) ? undefined : (this.heldClosing.get(id) ?? this.laneTickets?.stateOf(id))),
       (id) => this.sealedStateOrHeld(id),
       this.inFlight.map((batch) => batch.overlay),
     );
@@ -2116,7 +2204,10 @@ export class Journal implements BesideWriter {
       // First: the committed tree head is what the file holds from COMMIT on, whatever the bookkeeping below does.
       this.audit.commitSucceeded(ack);
       this.stateCache.committed(overlay.written());
-      if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
+      for (const state of overlay.writtenStates()) {
+        this.laneTickets?.moved(state);
+        this.checkedRows.delete(state.action_id);
+      }
       this.sessionBook.committed(overlay.writtenSessions());
       // Folded over a row no fold of the events had confirmed (even if one did meanwhile): confirmed again at the next ask.
       for (const id of overlay.sessionsFoldedOverRows()) this.sessionBook.unconfirm(id);
@@ -2216,9 +2307,14 @@ export class Journal implements BesideWriter {
         this.auditWrite(() => this.audit.unlocked(vault));
         // Earlier-run sessions whose events did not open are confirmed at their next ask.
         this.sessionsLockedOut.clear();
+        // What a read answered while the events were sealed is folded from them at the next read.
+        this.checkedRows.clear();
         this.recoverHeld();
       }),
-      vault.onLock(() => this.auditWrite(() => this.audit.locked())),
+      vault.onLock(() => {
+        this.checkedRows.clear();
+        this.auditWrite(() => this.audit.locked());
+      }),
     );
     if (vault.state() === 'unlocked') {
       this.auditWrite(() => this.audit.unlocked(vault));
@@ -2288,18 +2384,25 @@ export class Journal implements BesideWriter {
   /**
    * Whether recovery may take one action's row for what it says. At open no earlier run's sealed event can be opened
    * (the vault is attached after recovery), so recovery reads the `actions` row: plaintext that any process of the user
-   * can rewrite while no broker runs (THREAT-MODEL), for instance back to a copy taken before its DISPATCH_STARTED. So
-   * the one fact recovery must never get wrong, whether the action was dispatched, is checked against the log's
-   * plaintext kind headers (each bound into its event's seal and the audit tree's leaf: an edited header fails `audit
-   * verify`). A row that says never dispatched where the log holds a DISPATCH_STARTED is not what the journal wrote:
-   * false here, and onActionRowRefuted is told. One indexed read per action left open: a handful at any start.
+   * can rewrite while no broker runs (THREAT-MODEL), for instance back to a copy taken before its DISPATCH_STARTED, or
+   * to one that reads settled. So what recovery, lanes and reads act on (its dispatch, an outcome recorded since, its
+   * admission's ticket and lane, an abandonment, its last event) is checked against the log's plaintext headers, each
+   * bound into its event's seal and the audit tree's leaf, so an edited header fails `audit verify` (recovery.ts
+   * rowRefutation). A row they refute is held (heldAtOpen; its reads and lane from refutedRowState: what the headers
+   * establish) and onActionRowRefuted is told. One indexed read of headers per row recovery reads: a handful a start.
    */
-  private rowTrustedForRecovery(state: ActionState): boolean {
-    // A dispatch_seq, once folded, is never folded back to null: any row without one is checked, whatever it says of
-    // an outcome (its columns read open, or recovery would not have read it).
-    if (state.dispatch_seq !== null) return true;
-    if (!this.store.readSubjectKinds(state.action_id).has('DISPATCH_STARTED')) return true;
-    this.tellActionRowRefuted({ action_id: state.action_id, row_stage: state.stage, log_holds: 'DISPATCH_STARTED' });
+  private rowTrustedForRecovery(id: string, state: ActionState | undefined, facts: LogFacts): boolean {
+    const holds = rowRefutation(state, facts);
+    if (holds === undefined) return true;
+    this.heldAtOpen.set(id, holds);
+    if (state !== undefined) {
+      const held = refutedRowState(state, facts);
+      this.heldStates.set(id, held);
+      // Lanes loaded before recovery (they are at the first lane read) take it now; later loads, in lanes().
+      this.laneTickets?.drop(id);
+      this.laneTickets?.moved(held);
+    }
+    this.tellActionRowRefuted({ action_id: id, row_stage: state?.stage ?? null, log_holds: holds });
     return false;
   }
 
@@ -2317,23 +2420,28 @@ export class Journal implements BesideWriter {
     if (this.heldAtOpen.size === 0 || this.state !== 'open') return;
     const moved: string[] = [];
     const appends: Array<Promise<string>> = [];
-    for (const id of [...this.heldAtOpen]) {
+    for (const [id, holds] of [...this.heldAtOpen]) {
       const fold = this.heldFold(id);
       if (fold === 'unreadable') continue;
-      const row = this.laneTickets?.stateOf(id) ?? this.store.loadState(id);
+      // What its unfoldable events close over: what the log's headers establish over its row (refutedRowState), never
+      // the row's own lane, ticket, abandonment or last event (a row held has one; a row deleted outright does not).
+      const heldState = this.heldStates.get(id);
       this.heldAtOpen.delete(id);
+      this.heldStates.delete(id);
       // A rewritten row may list the ticket in another lane, or under another number: its entry goes first.
       this.laneTickets?.drop(id);
       let event: NewEvent | undefined;
       if (fold === 'unfoldable') {
         this.tellActionRowRefuted({
           action_id: id,
-          row_stage: row?.stage ?? 'accepted',
-          log_holds: 'DISPATCH_STARTED',
+          row_stage: heldState?.stage ?? null,
+          log_holds: holds,
           events_fold: false,
         });
-        if (row !== undefined) this.laneTickets?.moved(row);
-        event = row === undefined ? undefined : recoveryEvent(row, this.clock.nowMs(), 'quarantined');
+        if (heldState !== undefined) this.laneTickets?.moved(heldState);
+        event = heldState === undefined ? undefined : unfoldableRecoveryEvent(heldState, this.clock.nowMs());
+        // The close folds over that state, laned or not (the commit path reads heldClosing first).
+        if (event !== undefined && heldState !== undefined) this.heldClosing.set(id, heldState);
       } else {
         this.laneTickets?.moved(fold);
         event = recoveryEvent(fold, this.clock.nowMs(), this.recoveredJournal);
@@ -2343,10 +2451,19 @@ export class Journal implements BesideWriter {
       else
         appends.push(
           this.append(validateNewEvent(event)).then(
-            () => id,
+            () => {
+              this.heldClosing.delete(id);
+              return id;
+            },
             (error: unknown) => {
-              // Not recorded (the journal closing, or failed): nothing folds over the row from here on either.
-              this.heldAtOpen.add(id);
+              // Not recorded (the journal closing, or failed): held again, in the lane the headers name.
+              this.heldClosing.delete(id);
+              this.heldAtOpen.set(id, holds);
+              if (heldState !== undefined) {
+                this.heldStates.set(id, heldState);
+                this.laneTickets?.drop(id);
+                this.laneTickets?.moved(heldState);
+              }
               throw error;
             },
           ),
@@ -2364,13 +2481,18 @@ export class Journal implements BesideWriter {
    * A held action's own events folded: `unreadable` while they cannot be opened yet (the vault locked), `unfoldable`
    * where they never will (sealed for good) or do not fold (a row that does not authenticate, a refused transition).
    */
-  private heldFold(actionId: string): ActionState | 'unreadable' | 'unfoldable' {
+  private heldFold(actionId: string, options: { forRead?: boolean } = {}): ActionState | 'unreadable' | 'unfoldable' {
     try {
       return project(this.allSubjectEvents(actionId)).get(actionId) ?? 'unfoldable';
     } catch (error) {
-      if (error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE' && !sealedForGood(error))
-        return 'unreadable';
-      return 'unfoldable';
+      if (options.forRead !== true)
+        return error instanceof CodedError && error.code === 'AUDIT_KEY_UNAVAILABLE' && !sealedForGood(error)
+          ? 'unreadable'
+          : 'unfoldable';
+      // A read: a run sealed for good, or more events than a fold takes, leave the row (checked) as all there is; what
+      // does not authenticate or fold refutes it; anything else (the disk) is the read's failure, as a row read's was.
+      if (!(error instanceof CodedError)) throw error;
+      return error.code === 'AUDIT_KEY_UNAVAILABLE' || error instanceof FoldTooLongError ? 'unreadable' : 'unfoldable';
     }
   }
 
@@ -2404,7 +2526,7 @@ export class Journal implements BesideWriter {
 
   /** Actions whose rows the log refuted at open, not recovered yet (their sealed events did not open). */
   heldActions(): readonly string[] {
-    return [...this.heldAtOpen];
+    return [...this.heldAtOpen.keys()];
   }
 
   /** Whether one action is held (heldActions): what its row reads is not what the journal wrote. */
@@ -2432,14 +2554,18 @@ export class Journal implements BesideWriter {
   private recover(found: RecoveredJournal): void {
     this.recoveredJournal = found;
     const events: NewEvent[] = [];
-    for (const id of this.store.unrecordedActionIds()) {
+    // What the log's headers say was in flight when the broker stopped, whatever the rows say; every row whose columns
+    // read in flight (the two agree in an honest file: rowRefutation); and every row a lane will be loaded from
+    // (LaneTickets takes its rows as they are), so none of them is taken unchecked either.
+    const ids = new Set(this.store.unrecordedActionIds());
+    for (const marks of this.store.openDispatches()) ids.add(marks.action_id);
+    // (Loaded at open unless the schema predates the action list's columns: a migration test's.)
+    if (this.laneTickets !== undefined) for (const state of this.store.unresolvedLaneStates()) ids.add(state.action_id);
+    for (const id of ids) {
       const state = this.store.loadState(id);
-      if (state === undefined) continue;
       // A row the log refutes is held, not recovered from: recoverHeld folds its own events once they open.
-      if (!this.rowTrustedForRecovery(state)) {
-        this.heldAtOpen.add(id);
-        continue;
-      }
+      if (!this.rowTrustedForRecovery(id, state, this.logFacts(id))) continue;
+      if (state === undefined) continue;
       const event = recoveryEvent(state, this.clock.nowMs(), found);
       if (event !== undefined) events.push(validateNewEvent(event));
     }
@@ -2515,6 +2641,46 @@ function positive(value: number, name: string): number {
   if (!Number.isInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got ${value}`);
   return value;
 }
+
+/** Actions past the state cache whose checked reads are kept (Journal.checkedRows). */
+const checkedRowsKept = 512;
+
+/** Refuted rows a read remembers having reported (Journal.checkedRow): beyond this many it reports them again. */
+const refutedOnReadTold = 1_024;
+
+/** More events for one subject than one fold takes (sealedActionEventsMax): not folded, and not a sign of tampering. */
+class FoldTooLongError extends CodedError {
+  constructor(subjectId: string) {
+    super('INTERNAL', `${subjectId} has more than ${sealedActionEventsMax} events; not folded`);
+  }
+}
+
+/** Whether a row says what its action's events fold to, in every field an outcome is told by. */
+function sameOutcomeRecord(row: ActionState, folded: ActionState): boolean {
+  return (
+    row.dispatch_seq === folded.dispatch_seq &&
+    row.outcome === folded.outcome &&
+    row.recorded === folded.recorded &&
+    row.code === folded.code &&
+    row.effect === folded.effect &&
+    row.retry === folded.retry &&
+    row.abandoned === folded.abandoned &&
+    row.result_id === folded.result_id &&
+    row.last_seq === folded.last_seq
+  );
+}
+
+/** What a held action's row said against the log (sealedStateOrHeld's refusal). */
+const heldRowWords: Readonly<Record<LogHolds, string>> = {
+  DISPATCH_STARTED: 'it says never dispatched, or names another dispatch; the log holds its first DISPATCH_STARTED',
+  DISPATCH_STARTED_UNCLASSIFIED:
+    'it says an outcome was recorded, or is gone; the log holds a DISPATCH_STARTED with no outcome recorded after it',
+  CLASSIFIED: 'it says no outcome was recorded; the log holds one',
+  ADMISSION: "it names another session, ticket or lane than the log's admission",
+  ABANDONED: 'it says abandoned where the log does not, or the other way round',
+  LAST_EVENT: 'it was folded to another last event than the log holds',
+  SEALED_EVENTS: "it says another outcome than the action's own events",
+};
 
 /** Ended sessions the journal keeps as their events fold, for asks about sessions its book let go. */
 const endedFromLogKept = 256;

@@ -1,8 +1,9 @@
+import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
 import { actionPathNames, actionPaths } from '../testing/action-paths.js';
-import { copyActionRow, writeActionRowBack, type ActionRow } from '../testing/action-rows.js';
+import { copyActionRow, rewriteActionRow, writeActionRowBack, type ActionRow } from '../testing/action-rows.js';
 import { appendForgedEventRow } from '../testing/forged-event-row.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, type ActionRowRefuted } from './journal.js';
@@ -22,14 +23,14 @@ interface Replayed {
 
 /**
  * One broker run appends `events` of one action and stops (a crash: nothing after the last event); the row as it stood
- * after the first `copyAfter(open)` events is written back while no broker runs, where `open` lists the prefix
- * lengths after which the row read open (no outcome recorded yet); the next run opens the file with the vault locked,
- * as a daemon starts.
+ * after the first `copyAfter(open, all)` events is written back while no broker runs, where `open` lists the prefix
+ * lengths after which the row read open (no outcome recorded yet) and `all` every prefix length; the next run opens
+ * the file with the vault locked, as a daemon starts.
  */
 async function replayedRowRun(
   id: string,
   events: readonly NewEvent[],
-  copyAfter: (open: readonly number[]) => number | undefined,
+  copyAfter: (open: readonly number[], all: readonly number[]) => number | undefined,
 ): Promise<Replayed> {
   const t = await openTempJournal();
   opened.push(t);
@@ -41,7 +42,7 @@ async function replayedRowRun(
   const lastSeq = t.journal.stats().last_seq;
   await t.journal.close();
   const open = [...copies].filter(([, row]) => row['outcome'] === null).map(([n]) => n);
-  const chosen = copyAfter(open);
+  const chosen = copyAfter(open, [...copies.keys()]);
   if (chosen !== undefined) writeActionRowBack(t.path, copies.get(chosen) as ActionRow);
 
   const { journal, refuted } = await reopenLocked(t);
@@ -231,7 +232,7 @@ describe('when another process inserts a DISPATCH_STARTED header for an action t
 });
 
 describe('when the rewritten row also names another lane', () => {
-  it("the row's ticket blocks that lane only until the unlock, when the ticket moves to the lane its own events name", async () => {
+  it("the ticket blocks the lane the log's header names, not the row's, and keeps it at the unlock, when its own events fold", async () => {
     const id = 'act_otherlane_0001';
     const path = actionPaths.httpApproved(id);
     const dispatch = dispatchAt(path);
@@ -245,7 +246,9 @@ describe('when the rewritten row also names another lane', () => {
     const state = JSON.parse(String(copy['state'])) as ActionState;
     writeActionRowBack(t.path, { ...copy, lane: 'lane-b', state: JSON.stringify({ ...state, lane: 'lane-b' }) });
     const { journal } = await reopenLocked(t);
-    expect(journal.listLane('lane-b').map((s) => s.action_id)).toEqual([id]);
+    // The ticket stands in the lane the log's DISPATCH_STARTED header names, not the one the row lists.
+    expect(journal.listLane('lane-b')).toEqual([]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
 
     t.vault.unlock();
     await settle(journal);
@@ -273,5 +276,401 @@ describe("when the rewritten row's columns read open but its state says not_atte
     const { journal, refuted } = await reopenLocked(t);
     expect(refuted.map((r) => r.action_id)).toEqual([id]);
     expect(journal.heldActions()).toEqual([id]);
+  });
+});
+
+/** The seq of an action's first DISPATCH_STARTED, read from the file's plaintext headers. */
+function dispatchSeqOf(path: string, id: string): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    const row = db
+      .prepare(`SELECT min(seq) AS seq FROM events WHERE action_id = ? AND kind = 'DISPATCH_STARTED'`)
+      .get(id) as { seq: number };
+    return row.seq;
+  } finally {
+    db.close();
+  }
+}
+
+/** Crashed with `events` of one action appended (the vault then locked), the row rewritten by `edit`; reopened. */
+async function crashedThenRewritten(
+  id: string,
+  events: readonly NewEvent[],
+  edit: (t: TempJournal) => void,
+): Promise<Replayed & { t: TempJournal }> {
+  const t = await openTempJournal();
+  opened.push(t);
+  for (const event of events) await t.journal.append(event);
+  const lastSeq = t.journal.stats().last_seq;
+  await t.journal.close();
+  edit(t);
+  const { journal, refuted } = await reopenLocked(t);
+  return { journal, vault: t.vault, refuted, lastSeq, t };
+}
+
+describe('when an action in flight at a crash has its row rewritten to read settled while no broker runs (THREAT-MODEL)', () => {
+  it('recovery finds it from the log all the same: held as in flight (unknown, never not_attempted), its lane kept, its SSH recording not sealed never-sent; at the unlock its own events decide', async () => {
+    const id = 'act_closedrow_0001';
+    const path = actionPaths.httpApproved(id);
+    // Crashed with the request sent; the row then made to read as if the broker had recorded not_attempted.
+    const { journal, vault, refuted, lastSeq, t } = await crashedThenRewritten(
+      id,
+      path.slice(0, dispatchAt(path) + 2),
+      (t) =>
+        rewriteActionRow(t.path, id, (state) => ({
+          ...state,
+          stage: 'credential_authorized',
+          dispatch_seq: null,
+          attempts: [],
+          outcome: 'not_attempted',
+          phase: 'connection_setup',
+          code: 'BROKER_RESTARTED',
+          effect: 'no_effect',
+          outcome_basis: 'broker_restart_before_dispatch',
+          retry: 'backoff',
+          source: 'local_gate',
+          recorded: true,
+        })),
+    );
+
+    expect(refuted).toEqual([{ action_id: id, row_stage: 'credential_authorized', log_holds: 'DISPATCH_STARTED' }]);
+    expect(journal.heldActions()).toEqual([id]);
+    expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
+    // Reads say what the log establishes, not what the row says.
+    const held = journal.getAction(id) as ActionState;
+    expect(held).toMatchObject({ outcome: 'unknown', recorded: false, stage: 'dispatch_started', lane: 'lane-a' });
+    // Dispatched at the log's DISPATCH_STARTED (so an SSH recording's never-sent seal, unsentCast, is refused too).
+    expect(held.dispatch_seq).toBe(dispatchSeqOf(t.path, id));
+    // Its ticket still holds its lane.
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    await expect(
+      journal.append({ kind: 'CANCELLED', action_id: id, payload: { actor: person, reason: 'stuck' } } as NewEvent),
+    ).rejects.toThrow(/its row was found rewritten at this start/);
+
+    vault.unlock();
+    await settle(journal);
+    expect(journal.heldActions()).toEqual([]);
+    expect(recoveredAfter(journal, id, lastSeq).map((e) => e.classification?.outcome_basis)).toEqual([
+      'broker_restart_after_dispatch',
+    ]);
+    const sealed = journal.sealedAction(id) as ActionState;
+    expect(sealed).toMatchObject({ outcome: 'unknown', recorded: true });
+    expect(journal.getAction(id)).toEqual(sealed);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+  });
+
+  it("a retry's dispatch with the row copied back from its first attempt's classified outcome: held as in flight, the log's last dispatch unclassified", async () => {
+    const id = 'act_retrycopy_0001';
+    const path = actionPaths.throttledThenRetried(id);
+    const secondDispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED' && e.payload.attempt === 2);
+    const { journal, vault, refuted, lastSeq } = await replayedRowRun(
+      id,
+      path.slice(0, secondDispatch + 1),
+      (_open, all) =>
+        // The copy taken when attempt 1's throttled outcome was recorded: it reads settled, rejected, retry backoff.
+        all.find((n) => path[n - 1]?.kind === 'OUTCOME_RECORDED'),
+    );
+    expect(refuted).toEqual([
+      { action_id: id, row_stage: 'response_complete', log_holds: 'DISPATCH_STARTED_UNCLASSIFIED' },
+    ]);
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: false, lane: 'lane-b' });
+    expect(journal.listLane('lane-b').map((s) => s.action_id)).toEqual([id]);
+
+    vault.unlock();
+    await settle(journal);
+    const sealed = journal.sealedAction(id) as ActionState;
+    expect(sealed.attempts.map((a) => a.n)).toEqual([1, 2]);
+    expect(sealed).toMatchObject({ outcome: 'unknown', recorded: true });
+    expect(recoveredAfter(journal, id, lastSeq).map((e) => e.classification?.outcome)).toEqual(['unknown']);
+  });
+
+  it('a row deleted outright: held, and at the unlock its own events decide', async () => {
+    const id = 'act_deletedrow_0001';
+    const path = actionPaths.httpApproved(id);
+    const { journal, vault, refuted, lastSeq } = await crashedThenRewritten(
+      id,
+      path.slice(0, dispatchAt(path) + 1),
+      (t) => {
+        const db = new Database(t.path);
+        try {
+          db.prepare('DELETE FROM actions WHERE action_id = ?').run(id);
+        } finally {
+          db.close();
+        }
+      },
+    );
+    expect(refuted).toEqual([{ action_id: id, row_stage: null, log_holds: 'DISPATCH_STARTED_UNCLASSIFIED' }]);
+    expect(journal.heldActions()).toEqual([id]);
+    vault.unlock();
+    await settle(journal);
+    expect(recoveredAfter(journal, id, lastSeq).map((e) => e.classification?.outcome_basis)).toEqual([
+      'broker_restart_after_dispatch',
+    ]);
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: true });
+  });
+});
+
+describe('when a settled action has its row written back to a copy from while it was in flight', () => {
+  it('recovery records nothing over it (no unknown on top of committed): held until the unlock, then its own events say committed', async () => {
+    const id = 'act_settledcopy_0001';
+    const path = actionPaths.httpNoApproval(id);
+    // The copy taken when the request was handed over: it reads in flight.
+    const { journal, vault, refuted, lastSeq } = await replayedRowRun(id, path, () => dispatchAt(path) + 2);
+    expect(refuted).toEqual([{ action_id: id, row_stage: 'request_sent', log_holds: 'CLASSIFIED' }]);
+    expect(journal.heldActions()).toEqual([id]);
+    expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
+    vault.unlock();
+    await settle(journal);
+    expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'committed', recorded: true });
+    expect(journal.listLane('lane-a')).toEqual([]);
+  });
+});
+
+describe('for any action path, any crash point and any copy of the row written back (THREAT-MODEL)', () => {
+  it("recovery never says not_attempted after a dispatch, an action the log shows in flight keeps its lane and reads unknown, an honest row is never held, and after the unlock every read is the action's own fold", async () => {
+    const names = actionPathNames.filter((name) => dispatchAt(actionPaths[name]('act_x')) > 0);
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...names), fc.nat(), fc.nat(), async (name, cutSeed, copySeed) => {
+        const id = `act_${name.slice(0, 24)}`;
+        const path = actionPaths[name](id);
+        const cut = 1 + (cutSeed % path.length);
+        let honest = false;
+        const { journal, vault, refuted, lastSeq } = await replayedRowRun(id, path.slice(0, cut), (_open, all) => {
+          const chosen = all[copySeed % all.length] as number;
+          honest = chosen === cut;
+          return chosen;
+        });
+        const events = path.slice(0, cut);
+        const lastDispatch = events.findLastIndex((e) => e.kind === 'DISPATCH_STARTED');
+        const inFlight = lastDispatch >= 0 && !events.slice(lastDispatch).some((e) => e.classification !== undefined);
+        if (honest) expect(refuted).toEqual([]);
+        const outcomes = (): unknown[] => recoveredAfter(journal, id, lastSeq).map((e) => e.classification?.outcome);
+        if (lastDispatch >= 0) {
+          expect(outcomes()).not.toContain('not_attempted');
+          expect(journal.getAction(id)?.outcome).not.toBe('not_attempted');
+        }
+        if (inFlight) {
+          expect(journal.getAction(id)?.outcome).toBe('unknown');
+          const lane = journal.getAction(id)?.lane;
+          if (lane !== null && lane !== undefined) expect(journal.listLane(lane).map((s) => s.action_id)).toContain(id);
+        }
+        vault.unlock();
+        await settle(journal);
+        if (lastDispatch >= 0) expect(outcomes()).not.toContain('not_attempted');
+        expect(journal.heldActions()).toEqual([]);
+        const sealed = journal.sealedAction(id) as ActionState;
+        expect(journal.getAction(id)).toEqual(sealed);
+        for (const t of opened.splice(0)) await t.dispose();
+      }),
+      { numRuns: 60 },
+    );
+  }, 180_000);
+});
+
+describe('when a settled action, which recovery never reads, has its row rewritten to say it was never sent', () => {
+  it('a read checks the row against the log all the same: never not_attempted; unknown to be looked up while its events are sealed, its own fold after the unlock', async () => {
+    const id = 'act_oldrow_0001';
+    const path = actionPaths.httpNoApproval(id);
+    const { journal, vault, refuted, lastSeq, t } = await crashedThenRewritten(id, path, (t) =>
+      rewriteActionRow(t.path, id, (state) => ({
+        ...state,
+        stage: 'credential_authorized',
+        dispatch_seq: null,
+        attempts: [],
+        outcome: 'not_attempted',
+        phase: 'connection_setup',
+        code: 'CONNECT_REFUSED',
+        effect: 'no_effect',
+        outcome_basis: 'connect_refused',
+        retry: 'backoff',
+        source: 'transport_observed',
+        recorded: true,
+        result_id: null,
+        result_digest: null,
+      })),
+    );
+    // Settled by the log and resolved by its row: not one recovery reads, so nothing is held at open.
+    expect(refuted).toEqual([]);
+    expect(journal.heldActions()).toEqual([]);
+
+    const read = journal.getAction(id) as ActionState;
+    expect(read).toMatchObject({
+      dispatch_seq: dispatchSeqOf(t.path, id),
+      outcome: 'unknown',
+      recorded: true,
+      retry: 'reconcile',
+      outcome_basis: 'row_refuted_events_sealed',
+      result_id: null,
+    });
+    journal.getAction(id);
+    expect(refuted).toEqual([
+      { action_id: id, row_stage: 'credential_authorized', log_holds: 'DISPATCH_STARTED', on_read: true },
+    ]);
+
+    vault.unlock();
+    expect(journal.getAction(id)).toEqual(journal.sealedAction(id));
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'committed' });
+    // A read appends nothing.
+    await settle(journal);
+    expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
+  });
+});
+
+describe("when a recorded unknown's row is edited to read committed, every header fact left as it was", () => {
+  it('a read with the vault open answers what its own events fold to (unknown), and says the row differs from them', async () => {
+    const id = 'act_unknownrow_0001';
+    const path = actionPaths.lostThenReconciled(id).filter((e) => e.kind !== 'RECONCILIATION_RESULT');
+    const { journal, vault, refuted } = await crashedThenRewritten(id, path, (t) =>
+      rewriteActionRow(t.path, id, (state) => ({
+        ...state,
+        outcome: 'committed',
+        code: null,
+        effect: 'succeeded',
+        retry: 'never',
+        outcome_basis: 'complete_response',
+        source: 'remote_response',
+      })),
+    );
+    vault.unlock();
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: true, code: 'REMOTE_OUTCOME_UNKNOWN' });
+    expect(journal.getAction(id)).toEqual(journal.sealedAction(id));
+    expect(refuted.filter((r) => r.on_read === true)).toEqual([
+      { action_id: id, row_stage: 'request_sent', log_holds: 'SEALED_EVENTS', on_read: true },
+    ]);
+  });
+});
+
+describe('when only the lane, ticket or abandonment of an in-flight action is rewritten', () => {
+  it('the row is held all the same: its ticket stands in the lane its admission names, never released', async () => {
+    const id = 'act_lanerow_0001';
+    const path = actionPaths.httpApproved(id);
+    const { journal, refuted } = await crashedThenRewritten(id, path.slice(0, dispatchAt(path) + 2), (t) =>
+      rewriteActionRow(t.path, id, (state) => ({ ...state, lane: 'lane-x', abandoned: true })),
+    );
+    expect(refuted).toEqual([{ action_id: id, row_stage: 'request_sent', log_holds: 'ADMISSION' }]);
+    expect(journal.listLane('lane-x')).toEqual([]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    expect(journal.getAction(id)).toMatchObject({ lane: 'lane-a', abandoned: false, outcome: 'unknown' });
+  });
+});
+
+describe("when a recorded unknown's row is rewritten to say not_attempted, its dispatch left in place", () => {
+  it('a read with the vault locked never answers not_attempted: the row contradicts itself (no dispatch is not attempted)', async () => {
+    const id = 'act_selfcontra_0001';
+    const path = actionPaths.lostThenReconciled(id).filter((e) => e.kind !== 'RECONCILIATION_RESULT');
+    const { journal, refuted } = await crashedThenRewritten(id, path, (t) =>
+      rewriteActionRow(t.path, id, (state) => ({
+        ...state,
+        outcome: 'not_attempted',
+        effect: 'no_effect',
+        retry: 'backoff',
+        code: 'CONNECT_REFUSED',
+      })),
+    );
+    const read = journal.getAction(id) as ActionState;
+    expect(read.outcome).toBe('unknown');
+    expect(read).toMatchObject({ retry: 'reconcile', source: 'local_gate', phase: 'remote_execution' });
+    expect(refuted.map((r) => [r.log_holds, r.on_read])).toContainEqual(['DISPATCH_STARTED', true]);
+  });
+});
+
+describe('when another process inserts a classified header after an in-flight dispatch and rewrites the row to agree', () => {
+  it('reads after the unlock do not answer the row: the events do not authenticate, so it reads unknown, to be looked up', async () => {
+    const id = 'act_insertedoutcome_0001';
+    const path = actionPaths.httpApproved(id);
+    const { journal, vault, refuted } = await crashedThenRewritten(id, path.slice(0, dispatchAt(path) + 2), (t) => {
+      const admitted = copyActionRow(t.path, id);
+      const forged = appendForgedEventRow(t.path, {
+        action_id: id,
+        session_id: 'ses_test',
+        ticket: Number(admitted['ticket']),
+        lane: 'lane-a',
+        kind: 'OUTCOME_RECORDED',
+        run: 1,
+        at_ms: t.clock.nowMs(),
+      });
+      rewriteActionRow(t.path, id, (state) => ({
+        ...state,
+        outcome: 'committed',
+        effect: 'succeeded',
+        retry: 'never',
+        code: null,
+        outcome_basis: 'complete_response',
+        source: 'remote_response',
+        recorded: true,
+        last_seq: forged,
+      }));
+    });
+    vault.unlock();
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', retry: 'reconcile', recorded: true });
+    expect(refuted.filter((r) => r.on_read === true).map((r) => r.log_holds)).toEqual(['SEALED_EVENTS']);
+  });
+});
+
+describe("when a settled action's stored state is rewritten to an unknown recorded before dispatch, its columns left reading resolved", () => {
+  it('a decision on it while the vault is locked is refused, never folded over the row', async () => {
+    const id = 'act_attestrow_0001';
+    const path = actionPaths.httpNoApproval(id);
+    const { journal, refuted } = await crashedThenRewritten(id, path, (t) =>
+      rewriteActionRow(t.path, id, (state) => ({
+        ...state,
+        stage: 'credential_authorized',
+        dispatch_seq: null,
+        attempts: [],
+        outcome: 'unknown',
+        phase: 'connection_setup',
+        code: 'BROKER_RESTARTED',
+        effect: 'unknown_effect',
+        retry: 'reconcile',
+        outcome_basis: 'broker_restart_journal_quarantined',
+        source: 'local_gate',
+        result_id: null,
+        result_digest: null,
+      })),
+    );
+    // Its columns read resolved: not a row recovery or a lane reads.
+    expect(refuted).toEqual([]);
+    const attest = { ...(actionPaths.sshClosedNoExitAttested(id).at(-1) as NewEvent) };
+    await expect(journal.append(attest)).rejects.toThrow(/its row differs from the journal's log/);
+  });
+});
+
+describe("when an in-flight action's row says abandoned, in another lane, at a far later event, and a header row is inserted after it", () => {
+  it('at the unlock its events do not fold, and it closes over what the headers establish: unknown, in its own lane, not abandoned, for a person', async () => {
+    const id = 'act_closeheld_0001';
+    const path = actionPaths.httpApproved(id);
+    const { journal, vault, refuted } = await crashedThenRewritten(id, path.slice(0, dispatchAt(path) + 2), (t) => {
+      const admitted = copyActionRow(t.path, id);
+      appendForgedEventRow(t.path, {
+        action_id: id,
+        session_id: 'ses_test',
+        ticket: Number(admitted['ticket']),
+        lane: 'lane-a',
+        kind: 'CONNECTION_LOST',
+        run: 1,
+        at_ms: t.clock.nowMs(),
+      });
+      rewriteActionRow(t.path, id, (state) => ({ ...state, lane: 'lane-x', abandoned: true, last_seq: 1e12 }));
+    });
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+
+    vault.unlock();
+    await settle(journal);
+    expect(refuted.map((r) => r.events_fold)).toEqual([undefined, false]);
+    expect(journal.heldActions()).toEqual([]);
+    expect(journal.getAction(id)).toMatchObject({
+      outcome: 'unknown',
+      recorded: true,
+      retry: 'reconcile',
+      outcome_basis: 'broker_restart_journal_quarantined',
+      lane: 'lane-a',
+      abandoned: false,
+    });
+    expect(journal.listLane('lane-x')).toEqual([]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    // Not wedged: a person releases the lane.
+    await journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'checked by hand' } });
+    expect(journal.listLane('lane-a')).toEqual([]);
   });
 });

@@ -1,4 +1,9 @@
-import type { ActionState, NewEvent } from '../contract/index.js';
+import {
+  actionStageOrder,
+  restartJournalQuarantinedBasis,
+  type ActionState,
+  type NewEvent,
+} from '../contract/index.js';
 import { classifyRestart, type RecoveredJournal } from '../core/index.js';
 
 /**
@@ -21,4 +26,177 @@ export function recoveryEvent(
     payload: latest === undefined ? {} : { attempt: latest.n },
     classification,
   };
+}
+
+/** What an action's plaintext event headers establish (JournalStore.logFacts), seqs null where there is none. */
+export interface LogFacts {
+  readonly first_dispatch: number | null;
+  readonly last_dispatch: number | null;
+  /** The last event of a kind that must carry a classification (kindsRequiringClassification). */
+  readonly last_classified: number | null;
+  /** The action's last event, of any kind (null: it has none). */
+  readonly last_seq: number | null;
+  /** Whether a person abandoned it (an ABANDONED header): never undone by a later event. */
+  readonly abandoned: boolean;
+  /** The session, ticket and lane its admission's header (ACTION_ACCEPTED, its first) names; null without one. */
+  readonly session_id: string | null;
+  readonly ticket: number | null;
+  readonly lane: string | null;
+  /**
+   * Whether the headers agree among themselves as the journal writes them: the first an ACTION_ACCEPTED and every later
+   * one copying its session, ticket and lane (plan-unit's stamp). An inserted header that does not is a refutation.
+   */
+  readonly consistent: boolean;
+}
+
+/**
+ * What the log holds that an action's row denies (Journal.onActionRowRefuted's `log_holds`):
+ * - `DISPATCH_STARTED`: the row names no dispatch, or another first one, than the log's first DISPATCH_STARTED, or
+ *   says what no dispatched action can (no outcome, or not_attempted, after a dispatch);
+ * - `DISPATCH_STARTED_UNCLASSIFIED`: the row reads classified (recorded), or is gone, where the log's last
+ *   DISPATCH_STARTED has no classified event after it: in flight when the broker stopped;
+ * - `CLASSIFIED`: the row reads unclassified where the log classified the action after its last dispatch (or before any);
+ * - `ADMISSION`: the row names another session, ticket or lane than the action's admission header, or the headers
+ *   disagree among themselves (one inserted);
+ * - `ABANDONED`: the row says abandoned where the log holds no ABANDONED, or not where it does;
+ * - `LAST_EVENT`: the row agrees on those, but was folded to another last event than the log's (a copy taken earlier);
+ * - `SEALED_EVENTS`: the headers agree, but the action's own events, opened, fold to another outcome or do not
+ *   authenticate (a read: Journal.checkedRow).
+ */
+export type LogHolds =
+  | 'DISPATCH_STARTED'
+  | 'DISPATCH_STARTED_UNCLASSIFIED'
+  | 'CLASSIFIED'
+  | 'ADMISSION'
+  | 'ABANDONED'
+  | 'LAST_EVENT'
+  | 'SEALED_EVENTS';
+
+/** Whether the log's headers show the action dispatched and not classified since: in flight when the broker stopped. */
+export function inFlightByLog(facts: Pick<LogFacts, 'last_dispatch' | 'last_classified'>): boolean {
+  return facts.last_dispatch !== null && facts.last_dispatch > (facts.last_classified ?? 0);
+}
+
+/**
+ * Whether an action's row agrees with the log's headers on what recovery, lanes and reads act on, or what the log
+ * holds that the row denies. Every commit folds these into the row from the same events it appends, so an honest row
+ * always agrees: `dispatch_seq` is the first DISPATCH_STARTED's seq (never folded back to null), after which the outcome
+ * is never null or not_attempted; `recorded` is false exactly from a DISPATCH_STARTED (or the admission) until the next
+ * event of a classified kind (core applyClassification), the outcome unknown while dispatched and unrecorded and null
+ * while neither; session, ticket and lane are the admission's; `abandoned` only an ABANDONED sets; `last_seq` is the
+ * last event folded. `row` undefined: the row is gone; only a log that shows the action in flight refutes that
+ * (recovery had no row to read before either).
+ */
+export function rowRefutation(row: ActionState | undefined, facts: LogFacts): LogHolds | undefined {
+  if (row === undefined) return inFlightByLog(facts) ? 'DISPATCH_STARTED_UNCLASSIFIED' : undefined;
+  const dispatched = row.dispatch_seq !== null;
+  if (row.dispatch_seq !== facts.first_dispatch) return 'DISPATCH_STARTED';
+  if (dispatched && (row.outcome === null || row.outcome === 'not_attempted')) return 'DISPATCH_STARTED';
+  const classified = facts.last_classified !== null && facts.last_classified > (facts.last_dispatch ?? 0);
+  if (row.recorded !== classified) return inFlightByLog(facts) ? 'DISPATCH_STARTED_UNCLASSIFIED' : 'CLASSIFIED';
+  if (!row.recorded && (dispatched ? row.outcome !== 'unknown' : row.outcome !== null))
+    return dispatched ? 'DISPATCH_STARTED_UNCLASSIFIED' : 'CLASSIFIED';
+  if (
+    !facts.consistent ||
+    row.session_id !== facts.session_id ||
+    row.ticket !== facts.ticket ||
+    row.lane !== facts.lane
+  )
+    return 'ADMISSION';
+  if (row.abandoned !== facts.abandoned) return 'ABANDONED';
+  return row.last_seq === facts.last_seq ? undefined : 'LAST_EVENT';
+}
+
+/** The outcome basis of what a refuted row reads as while its action's events cannot be opened (never recorded). */
+export const rowRefutedEventsSealedBasis = 'row_refuted_events_sealed';
+
+/**
+ * What an action whose row the log refutes (rowRefutation) reads as while its own events cannot be opened (the vault
+ * locked; Journal.getAction, its lane and its card): its row with what the log's headers establish laid over it, and
+ * nothing the headers do not. Its admission's session, ticket and lane, abandoned as the log says, dispatched at the
+ * log's first DISPATCH_STARTED, and then:
+ * - in flight by the log: no outcome recorded since its last dispatch, unknown, as DISPATCH_STARTED's own fold leaves it;
+ * - classified by the log: an outcome was recorded, but which is sealed, so unknown, to be looked up (code
+ *   REMOTE_OUTCOME_UNKNOWN, retry `reconcile`, basis row_refuted_events_sealed, source local_gate);
+ * - neither: open before dispatch, as the admission leaves it.
+ * Never recorded: recoverHeld, or a read once the events open, folds the action's own events.
+ */
+export function refutedRowState(row: ActionState, facts: LogFacts): ActionState {
+  const dispatched = facts.first_dispatch !== null;
+  const base: ActionState = {
+    ...row,
+    session_id: facts.session_id,
+    ticket: facts.ticket,
+    lane: facts.lane,
+    dispatch_seq: facts.first_dispatch,
+    dispatch_evidence: dispatched
+      ? row.dispatch_evidence === 'never_started'
+        ? 'started_locally'
+        : row.dispatch_evidence
+      : 'never_started',
+    result_id: null,
+    result_digest: null,
+    abandoned: facts.abandoned,
+    // The log's last event: a row's own (a forged 10^12, say) would refuse every later event as out of order.
+    last_seq: facts.last_seq ?? row.last_seq,
+  };
+  if (inFlightByLog(facts))
+    return {
+      ...base,
+      stage: 'dispatch_started',
+      outcome: 'unknown',
+      phase: 'remote_execution',
+      effect: 'unknown_effect',
+      retry: null,
+      code: null,
+      outcome_basis: 'dispatch_started_no_result_recorded',
+      source: null,
+      retry_after_ms: null,
+      recorded: false,
+    };
+  const classified = facts.last_classified !== null;
+  const stageIndex = actionStageOrder.indexOf(row.stage);
+  const stage =
+    dispatched === stageIndex >= actionStageOrder.indexOf('dispatch_started')
+      ? row.stage
+      : dispatched
+        ? 'dispatch_started'
+        : 'accepted';
+  return {
+    ...base,
+    stage,
+    outcome: classified ? 'unknown' : null,
+    phase: classified ? (dispatched ? 'remote_execution' : (row.phase ?? 'validation')) : null,
+    effect: classified ? 'unknown_effect' : null,
+    retry: classified ? 'reconcile' : null,
+    // A code, so an agent's answer says unknown with its retry (stateEnvelope tells an error only with one).
+    code: classified ? 'REMOTE_OUTCOME_UNKNOWN' : null,
+    outcome_basis: classified ? rowRefutedEventsSealedBasis : null,
+    source: classified ? 'local_gate' : null,
+    retry_after_ms: null,
+    recorded: classified,
+  };
+}
+
+/**
+ * What recoverHeld records for a held action whose own events will never fold (a header row another process inserted,
+ * a run whose key was lost for good), over what the headers establish (refutedRowState): nothing proves what happened,
+ * so as a quarantined journal's open action, unknown under restartJournalQuarantinedBasis with retry `reconcile` (never
+ * a retry its row's unchecked `idempotent` would advise), for a person to attest or abandon. Undefined where the headers
+ * say an outcome was recorded: it already reads unknown, to be looked up.
+ */
+export function unfoldableRecoveryEvent(state: ActionState, nowMs: number): NewEvent | undefined {
+  const event = recoveryEvent(state, nowMs, 'quarantined');
+  if (event?.classification === undefined) return event;
+  return {
+    ...event,
+    classification: {
+      ...event.classification,
+      outcome: 'unknown',
+      retry: 'reconcile',
+      effect: 'unknown_effect',
+      outcome_basis: restartJournalQuarantinedBasis,
+      source: 'local_gate',
+    },
+  } as NewEvent;
 }

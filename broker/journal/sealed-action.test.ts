@@ -29,8 +29,18 @@ describe('Journal.sealedAction', () => {
     } finally {
       forger.close();
     }
-    // The premise: read from the table, the action is the thief's and holds another result.
-    expect(journal.getAction('act_owned_0001')).toMatchObject({ session_id: 'ses_thief_000001' });
+    // The premise: the table says the action is the thief's and holds another result (a plain read past the cache
+    // answers the action's own fold too, since the row disagrees with it: Journal.checkedRow).
+    const row = new Database(t.path, { readonly: true });
+    try {
+      const stored = row.prepare('SELECT state FROM actions WHERE action_id = ?').get('act_owned_0001') as {
+        state: string;
+      };
+      expect(JSON.parse(stored.state)).toMatchObject({ session_id: 'ses_thief_000001' });
+    } finally {
+      row.close();
+    }
+    expect(journal.getAction('act_owned_0001')).toEqual(genuine);
 
     const sealed = journal.sealedAction('act_owned_0001');
     expect(sealed).toEqual(genuine);
@@ -74,7 +84,8 @@ describe('Journal.sealedAction', () => {
     } finally {
       forger.close();
     }
-    expect(journal.getAction(genuine.action_id)).toMatchObject({ outcome: 'unknown' });
+    // A read past the cache answers the sealed fold, not the row (Journal.checkedRow).
+    expect(journal.getAction(genuine.action_id)).toMatchObject({ outcome: 'committed' });
     // Folded over the row it would settle a committed action rejected; over its sealed events it is refused.
     await expect(journal.append(attestRejected(genuine.action_id))).rejects.toMatchObject({
       code: 'IMPOSSIBLE_TRANSITION',

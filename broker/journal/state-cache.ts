@@ -50,6 +50,14 @@ export class RecentCache<V> {
   size(): number {
     return this.entries.size;
   }
+
+  delete(id: string): void {
+    this.entries.delete(id);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
 }
 
 /** The current state (and timeline) of recently touched actions: the open ones and the recently settled. */

@@ -918,7 +918,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    */
   private told(wait: TicketWait): TicketWait {
     if (!this.journal.isHeld(wait.action_id)) return wait;
-    // Shown as on its way (its log holds a dispatch): nothing to decide, whatever stage the row reads.
+    // Shown as on its way: nothing to decide while held, whatever stage the row reads (its log may hold a dispatch).
     return {
       ...wait,
       waiting: 'dispatching',

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import type { ActionState } from '../contract/index.js';
 
 /** Every column of one `actions` row as the journal file holds it now: what another process of the user can copy. */
 export type ActionRow = Record<string, unknown>;
@@ -29,4 +30,33 @@ export function writeActionRowBack(journalPath: string, row: ActionRow): void {
   } finally {
     forger.close();
   }
+}
+
+/**
+ * THREAT-MODEL: with no broker running, another process of the user makes an action's row say what `edit` returns: its
+ * stored state and the columns recovery and the lists select by (stage, dispatch, outcome, recorded, resolved) alike.
+ */
+export function rewriteActionRow(
+  journalPath: string,
+  actionId: string,
+  edit: (state: ActionState) => ActionState,
+): void {
+  const row = copyActionRow(journalPath, actionId);
+  const state = edit(JSON.parse(String(row['state'])) as ActionState);
+  writeActionRowBack(journalPath, {
+    ...row,
+    stage: state.stage,
+    dispatch_seq: state.dispatch_seq,
+    outcome: state.outcome,
+    phase: state.phase,
+    retry: state.retry,
+    code: state.code,
+    effect: state.effect,
+    outcome_basis: state.outcome_basis,
+    source: state.source,
+    recorded: state.recorded ? 1 : 0,
+    resolved_at_ms: state.recorded ? state.updated_at_ms : null,
+    settled_at_ms: state.recorded ? state.updated_at_ms : null,
+    state: JSON.stringify(state),
+  });
 }
