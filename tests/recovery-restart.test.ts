@@ -4,7 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../broker/contract/index.js';
-import { rewriteActionRow } from '../broker/testing/action-rows.js';
+import { closedNeverSent, rewriteActionRow } from '../broker/testing/action-rows.js';
 import { IdempotencyTarget, type IdempotencyBehaviour } from '../broker/testing/idempotency-target.js';
 import { DrillAgent, type ToolReply } from './support/drill-agent.js';
 import { laneCards, op, waitFor } from './support/drill.js';
@@ -548,7 +548,7 @@ describe("a restart after another process rewrote an action's row to read never 
     expect(recovered.state.attempts.map((a) => a.n)).toEqual([1]);
     expect(recovered.events.map((e) => e.outcome)).not.toContain('not_attempted');
     expect(restarted.process.stdout + restarted.process.stderr).toContain(
-      "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED",
+      "an action's row read at start differs from the journal's log: it says never dispatched",
     );
     // Its lane waits for a lookup or a person: the blocked head's card is shown.
     expect(await laneCards(rig.dataDir, 'route:docs')).toContainEqual(
@@ -572,7 +572,7 @@ describe("a locked restart after another process rewrote a settled action's row 
 
     const restarted = await rig.startLocked();
     expect(restarted.process.stdout + restarted.process.stderr).toContain(
-      "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED",
+      "an action's row read at start differs from the journal's log: it says never dispatched",
     );
     const held = (await laneCards(rig.dataDir, 'route:docs')).find((c) => c.action_id === id);
     expect(held).toMatchObject({ state: 'dispatching' });
@@ -609,25 +609,11 @@ describe("a locked restart after another process rewrote an in-flight action's r
     expect((await rig.crash()).signal).toBe('SIGKILL');
     await agent.stop();
     // The row, columns and state alike, made to read as a restart before dispatch would have closed it.
-    rewriteActionRow(path.join(rig.dataDir, 'journal.sqlite'), id, (state) => ({
-      ...state,
-      stage: 'credential_authorized',
-      dispatch_evidence: 'never_started',
-      dispatch_seq: null,
-      attempts: [],
-      outcome: 'not_attempted',
-      phase: 'connection_setup',
-      code: 'BROKER_RESTARTED',
-      effect: 'no_effect',
-      retry: 'backoff',
-      outcome_basis: 'broker_restart_before_dispatch',
-      source: 'local_gate',
-      recorded: true,
-    }));
+    rewriteActionRow(path.join(rig.dataDir, 'journal.sqlite'), id, closedNeverSent);
 
     const restarted = await rig.startLocked();
     expect(restarted.process.stdout + restarted.process.stderr).toContain(
-      "an action's row read at start says it was never dispatched, but the journal's log holds its DISPATCH_STARTED",
+      "an action's row read at start differs from the journal's log: it says never dispatched",
     );
     // Held in its lane, as the log shows it: in flight, nothing to decide.
     const held = (await laneCards(rig.dataDir, 'route:docs')).find((c) => c.action_id === id);

@@ -7,7 +7,7 @@ import {
   misbehavingHostConfig,
   type SshActionHarness,
 } from '../testing/ssh-action-harness.js';
-import { rewriteActionRow } from '../testing/action-rows.js';
+import { closedNeverSent, rewriteActionRow } from '../testing/action-rows.js';
 import { closeUnsentRecordings } from './unsent-recordings.js';
 
 /*
@@ -142,22 +142,7 @@ describe('when the broker stops after the command was sent, and its row is then 
     expect(s.log.map((e) => e.event)).toContain('exec_received');
 
     // While no broker runs, another process of the user makes the row read as a command never sent.
-    const next = await restart(h, () =>
-      rewriteActionRow(h.temp.path, actionId, (state) => ({
-        ...state,
-        stage: 'credential_authorized',
-        dispatch_seq: null,
-        attempts: [],
-        outcome: 'not_attempted',
-        phase: 'connection_setup',
-        code: 'BROKER_RESTARTED',
-        effect: 'no_effect',
-        outcome_basis: 'broker_restart_before_dispatch',
-        retry: 'backoff',
-        source: 'local_gate',
-        recorded: true,
-      })),
-    );
+    const next = await restart(h, () => rewriteActionRow(h.temp.path, actionId, closedNeverSent));
     // Its read is its own events' fold (this start has the vault open), not the row: unknown, after a dispatch.
     expect(next.journal.getAction(actionId)).toMatchObject({ outcome: 'unknown', recorded: true });
     expect(next.journal.getAction(actionId)?.dispatch_seq).not.toBeNull();

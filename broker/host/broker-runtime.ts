@@ -18,6 +18,7 @@ import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index
 import {
   Journal,
   journalFileName,
+  logHoldsWords,
   RequestStore,
   ResultStore,
   type ActionRowRefuted,
@@ -700,22 +701,11 @@ function upstreamStatus(config: PosternConfig, upstreams: McpUpstreams): NonNull
 /** The warning for a journal's ActionRowRefuted report: what the row said, what the log holds, what happens now. */
 export function actionRowRefutedMessage(report: ActionRowRefuted): string {
   if (report.events_fold === false)
-    return "a held action's own events do not fold (a row inserted, or its run's key lost for good): closed unknown over its row, or left unknown as the log's headers establish, for a person to settle or abandon";
+    return "a held action's own events do not fold (a row inserted, or its run's key lost for good): closed unknown over what the log's headers establish, or left unknown as they do, for a person to settle or abandon";
   const row = report.on_read === true ? "an action's row read now" : "an action's row read at start";
-  const rowSays: Record<ActionRowRefuted['log_holds'], string> = {
-    DISPATCH_STARTED:
-      "says it was never dispatched, but the journal's log holds its DISPATCH_STARTED (or the row names another dispatch, or no outcome after it)",
-    DISPATCH_STARTED_UNCLASSIFIED:
-      "says its outcome was recorded (or is gone), but the journal's log shows it dispatched with no outcome recorded since",
-    CLASSIFIED: "says no outcome was recorded, but the journal's log holds one",
-    ADMISSION: "names another session, ticket or lane than the journal's log admitted it in",
-    ABANDONED: "says abandoned where the journal's log does not, or the other way round",
-    LAST_EVENT: "was folded to another last event than the journal's log holds (an earlier copy written back?)",
-    SEALED_EVENTS: "says another outcome than the action's own sealed events fold to",
-  };
   const then =
     report.on_read === true
       ? 'read from its own events instead, or while they cannot be opened, as what the log establishes (never the row)'
       : 'held, nothing recorded over it and never not_attempted after a dispatch, until its own events decide at the unlock';
-  return `${row} ${rowSays[report.log_holds]} (edited while no broker ran?): ${then}`;
+  return `${row} differs from the journal's log: ${logHoldsWords[report.log_holds]} (edited while no broker ran?): ${then}`;
 }

@@ -29,7 +29,7 @@ export {
 export { migrate, schemaVersion } from './migrate.js';
 export type { Migration } from './migration.js';
 export { journalMigrations } from './migrations/index.js';
-export { recoveryEvent } from './recovery.js';
+export { logHoldsWords, recoveryEvent } from './recovery.js';
 export { readJournalSnapshot, type JournalSnapshot } from './read-snapshot.js';
 export type { ActionCounts, CountedSession } from './journal-store.js';
 export type { ActionListDbRow, ActionListFilter, ActionListPage, LaneTicketRow } from './action-list-query.js';

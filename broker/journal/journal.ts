@@ -69,6 +69,7 @@ import {
   refutedRowState,
   rowRefutation,
   unfoldableRecoveryEvent,
+  logHoldsWords,
   type LogFacts,
   type LogHolds,
 } from './recovery.js';
@@ -1438,13 +1439,13 @@ export class Journal implements BesideWriter {
     if (held !== undefined)
       throw new CodedError(
         'IMPOSSIBLE_TRANSITION',
-        `${actionId}: its row was found rewritten at this start (${heldRowWords[held]}), so nothing is recorded over it until its own events can be read: unlock the vault`,
+        `${actionId}: its row was found rewritten at this start (${logHoldsWords[held]}), so nothing is recorded over it until its own events can be read: unlock the vault`,
       );
     const holds = rowRefutation(this.store.loadState(actionId), this.logFacts(actionId));
     if (holds === undefined) return sealed;
     throw new CodedError(
       'IMPOSSIBLE_TRANSITION',
-      `${actionId}: its row differs from the journal's log (${heldRowWords[holds]}), so nothing is recorded over it until its own events can be read: unlock the vault`,
+      `${actionId}: its row differs from the journal's log (${logHoldsWords[holds]}), so nothing is recorded over it until its own events can be read: unlock the vault`,
     );
   }
 
@@ -2669,18 +2670,6 @@ function sameOutcomeRecord(row: ActionState, folded: ActionState): boolean {
     row.last_seq === folded.last_seq
   );
 }
-
-/** What a held action's row said against the log (sealedStateOrHeld's refusal). */
-const heldRowWords: Readonly<Record<LogHolds, string>> = {
-  DISPATCH_STARTED: 'it says never dispatched, or names another dispatch; the log holds its first DISPATCH_STARTED',
-  DISPATCH_STARTED_UNCLASSIFIED:
-    'it says an outcome was recorded, or is gone; the log holds a DISPATCH_STARTED with no outcome recorded after it',
-  CLASSIFIED: 'it says no outcome was recorded; the log holds one',
-  ADMISSION: "it names another session, ticket or lane than the log's admission",
-  ABANDONED: 'it says abandoned where the log does not, or the other way round',
-  LAST_EVENT: 'it was folded to another last event than the log holds',
-  SEALED_EVENTS: "it says another outcome than the action's own events",
-};
 
 /** Ended sessions the journal keeps as their events fold, for asks about sessions its book let go. */
 const endedFromLogKept = 256;

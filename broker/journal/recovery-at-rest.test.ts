@@ -3,7 +3,14 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
 import { actionPathNames, actionPaths } from '../testing/action-paths.js';
-import { copyActionRow, rewriteActionRow, writeActionRowBack, type ActionRow } from '../testing/action-rows.js';
+import {
+  closedNeverSent,
+  copyActionRow,
+  rewriteActionRow,
+  writeActionRowBack,
+  type ActionRow,
+} from '../testing/action-rows.js';
+import type { AuditHeaderFields } from '../core/audit-record.js';
 import { appendForgedEventRow } from '../testing/forged-event-row.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, type ActionRowRefuted } from './journal.js';
@@ -198,16 +205,7 @@ describe('when another process inserts a DISPATCH_STARTED header for an action t
     for (const event of path.slice(0, dispatchAt(path))) await t.journal.append(event);
     await t.journal.close();
     // A header row that does not authenticate, with the audit tree extended over it (the start's tree check passes).
-    const admitted = copyActionRow(t.path, id);
-    appendForgedEventRow(t.path, {
-      action_id: id,
-      session_id: 'ses_test',
-      ticket: Number(admitted['ticket']),
-      lane: 'lane-a',
-      kind: 'DISPATCH_STARTED',
-      run: 1,
-      at_ms: t.clock.nowMs(),
-    });
+    insertHeader(t, id, 'DISPATCH_STARTED');
 
     const { journal, refuted } = await reopenLocked(t);
     expect(journal.heldActions()).toEqual([id]);
@@ -292,6 +290,20 @@ function dispatchSeqOf(path: string, id: string): number {
   }
 }
 
+/** Another process appends a header row of `kind` for the action (sealed under no key), the audit tree extended over it. */
+function insertHeader(t: TempJournal, id: string, kind: AuditHeaderFields['kind']): number {
+  const admitted = copyActionRow(t.path, id);
+  return appendForgedEventRow(t.path, {
+    action_id: id,
+    session_id: 'ses_test',
+    ticket: Number(admitted['ticket']),
+    lane: 'lane-a',
+    kind,
+    run: 1,
+    at_ms: t.clock.nowMs(),
+  });
+}
+
 /** Crashed with `events` of one action appended (the vault then locked), the row rewritten by `edit`; reopened. */
 async function crashedThenRewritten(
   id: string,
@@ -316,21 +328,7 @@ describe('when an action in flight at a crash has its row rewritten to read sett
     const { journal, vault, refuted, lastSeq, t } = await crashedThenRewritten(
       id,
       path.slice(0, dispatchAt(path) + 2),
-      (t) =>
-        rewriteActionRow(t.path, id, (state) => ({
-          ...state,
-          stage: 'credential_authorized',
-          dispatch_seq: null,
-          attempts: [],
-          outcome: 'not_attempted',
-          phase: 'connection_setup',
-          code: 'BROKER_RESTARTED',
-          effect: 'no_effect',
-          outcome_basis: 'broker_restart_before_dispatch',
-          retry: 'backoff',
-          source: 'local_gate',
-          recorded: true,
-        })),
+      (t) => rewriteActionRow(t.path, id, closedNeverSent),
     );
 
     expect(refuted).toEqual([{ action_id: id, row_stage: 'credential_authorized', log_holds: 'DISPATCH_STARTED' }]);
@@ -571,7 +569,8 @@ describe("when a recorded unknown's row is rewritten to say not_attempted, its d
     const read = journal.getAction(id) as ActionState;
     expect(read.outcome).toBe('unknown');
     expect(read).toMatchObject({ retry: 'reconcile', source: 'local_gate', phase: 'remote_execution' });
-    expect(refuted.map((r) => [r.log_holds, r.on_read])).toContainEqual(['DISPATCH_STARTED', true]);
+    // Refuted where it is first read: at open (the row still blocks its lane, so the lanes load it) or by a read.
+    expect(refuted.map((r) => [r.action_id, r.log_holds])).toEqual([[id, 'DISPATCH_STARTED']]);
   });
 });
 
@@ -580,16 +579,7 @@ describe('when another process inserts a classified header after an in-flight di
     const id = 'act_insertedoutcome_0001';
     const path = actionPaths.httpApproved(id);
     const { journal, vault, refuted } = await crashedThenRewritten(id, path.slice(0, dispatchAt(path) + 2), (t) => {
-      const admitted = copyActionRow(t.path, id);
-      const forged = appendForgedEventRow(t.path, {
-        action_id: id,
-        session_id: 'ses_test',
-        ticket: Number(admitted['ticket']),
-        lane: 'lane-a',
-        kind: 'OUTCOME_RECORDED',
-        run: 1,
-        at_ms: t.clock.nowMs(),
-      });
+      const forged = insertHeader(t, id, 'OUTCOME_RECORDED');
       rewriteActionRow(t.path, id, (state) => ({
         ...state,
         outcome: 'committed',
@@ -612,7 +602,7 @@ describe("when a settled action's stored state is rewritten to an unknown record
   it('a decision on it while the vault is locked is refused, never folded over the row', async () => {
     const id = 'act_attestrow_0001';
     const path = actionPaths.httpNoApproval(id);
-    const { journal, refuted } = await crashedThenRewritten(id, path, (t) =>
+    const { journal, refuted } = await crashedThenRewritten(id, path, (t) => {
       rewriteActionRow(t.path, id, (state) => ({
         ...state,
         stage: 'credential_authorized',
@@ -627,8 +617,15 @@ describe("when a settled action's stored state is rewritten to an unknown record
         source: 'local_gate',
         result_id: null,
         result_digest: null,
-      })),
-    );
+      }));
+      // Its columns left as the journal wrote them for the settled action: resolved, so no lane loads the row.
+      const db = new Database(t.path);
+      try {
+        db.prepare('UPDATE actions SET resolved_at_ms = updated_at_ms WHERE action_id = ?').run(id);
+      } finally {
+        db.close();
+      }
+    });
     // Its columns read resolved: not a row recovery or a lane reads.
     expect(refuted).toEqual([]);
     const attest = { ...(actionPaths.sshClosedNoExitAttested(id).at(-1) as NewEvent) };
@@ -641,16 +638,7 @@ describe("when an in-flight action's row says abandoned, in another lane, at a f
     const id = 'act_closeheld_0001';
     const path = actionPaths.httpApproved(id);
     const { journal, vault, refuted } = await crashedThenRewritten(id, path.slice(0, dispatchAt(path) + 2), (t) => {
-      const admitted = copyActionRow(t.path, id);
-      appendForgedEventRow(t.path, {
-        action_id: id,
-        session_id: 'ses_test',
-        ticket: Number(admitted['ticket']),
-        lane: 'lane-a',
-        kind: 'CONNECTION_LOST',
-        run: 1,
-        at_ms: t.clock.nowMs(),
-      });
+      insertHeader(t, id, 'CONNECTION_LOST');
       rewriteActionRow(t.path, id, (state) => ({ ...state, lane: 'lane-x', abandoned: true, last_seq: 1e12 }));
     });
     expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
@@ -672,5 +660,18 @@ describe("when an in-flight action's row says abandoned, in another lane, at a f
     // Not wedged: a person releases the lane.
     await journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'checked by hand' } });
     expect(journal.listLane('lane-a')).toEqual([]);
+  });
+});
+
+describe("when a recorded unknown head's row is rewritten to list it in another lane", () => {
+  it('the lanes, loaded from the rows at open, are checked too: it blocks the lane its admission names, not the other', async () => {
+    const id = 'act_blockedhead_0001';
+    const path = actionPaths.lostThenReconciled(id).filter((e) => e.kind !== 'RECONCILIATION_RESULT');
+    const { journal, refuted } = await crashedThenRewritten(id, path, (t) =>
+      rewriteActionRow(t.path, id, (state) => ({ ...state, lane: 'lane-x' })),
+    );
+    expect(refuted).toEqual([{ action_id: id, row_stage: 'request_sent', log_holds: 'ADMISSION' }]);
+    expect(journal.listLane('lane-x')).toEqual([]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
   });
 });

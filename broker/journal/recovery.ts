@@ -72,6 +72,19 @@ export type LogHolds =
   | 'LAST_EVENT'
   | 'SEALED_EVENTS';
 
+/** What a row the log refutes says against it, by LogHolds: the journal's refusals and the daemon's warnings. */
+export const logHoldsWords: Readonly<Record<LogHolds, string>> = {
+  DISPATCH_STARTED:
+    'it says never dispatched, or names another dispatch, or no outcome after one; the log holds its first DISPATCH_STARTED',
+  DISPATCH_STARTED_UNCLASSIFIED:
+    'it says an outcome was recorded, or is gone; the log holds a DISPATCH_STARTED with no outcome recorded after it',
+  CLASSIFIED: 'it says no outcome was recorded; the log holds one',
+  ADMISSION: "it names another session, ticket or lane than the log's admission",
+  ABANDONED: 'it says abandoned where the log does not, or the other way round',
+  LAST_EVENT: 'it was folded to another last event than the log holds (an earlier copy written back?)',
+  SEALED_EVENTS: "it says another outcome than the action's own events, or they do not authenticate",
+};
+
 /** Whether the log's headers show the action dispatched and not classified since: in flight when the broker stopped. */
 export function inFlightByLog(facts: Pick<LogFacts, 'last_dispatch' | 'last_classified'>): boolean {
   return facts.last_dispatch !== null && facts.last_dispatch > (facts.last_classified ?? 0);

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import type { ActionState } from '../contract/index.js';
+import { ticketStanding } from '../core/index.js';
 
 /** Every column of one `actions` row as the journal file holds it now: what another process of the user can copy. */
 export type ActionRow = Record<string, unknown>;
@@ -55,8 +56,38 @@ export function rewriteActionRow(
     outcome_basis: state.outcome_basis,
     source: state.source,
     recorded: state.recorded ? 1 : 0,
-    resolved_at_ms: state.recorded ? state.updated_at_ms : null,
+    session_id: state.session_id,
+    ticket: state.ticket,
+    lane: state.lane,
+    dispatch_evidence: state.dispatch_evidence,
+    last_seq: state.last_seq,
+    // As the journal derives them: resolved once its lane no longer waits on it, settled once an outcome is recorded.
+    resolved_at_ms: ticketStanding(state) === 'resolved' ? state.updated_at_ms : null,
     settled_at_ms: state.recorded ? state.updated_at_ms : null,
     state: JSON.stringify(state),
   });
+}
+
+/**
+ * A state made to read as a restart before its dispatch would have closed it (not_attempted, never sent): what another
+ * process of the user writes over a dispatched action's row to have it sent again (rewriteActionRow's `edit`).
+ */
+export function closedNeverSent(state: ActionState): ActionState {
+  return {
+    ...state,
+    stage: 'credential_authorized',
+    dispatch_evidence: 'never_started',
+    dispatch_seq: null,
+    attempts: [],
+    outcome: 'not_attempted',
+    phase: 'connection_setup',
+    code: 'BROKER_RESTARTED',
+    effect: 'no_effect',
+    retry: 'backoff',
+    outcome_basis: 'broker_restart_before_dispatch',
+    source: 'local_gate',
+    recorded: true,
+    result_id: null,
+    result_digest: null,
+  };
 }
