@@ -480,6 +480,41 @@ describe('a restart after a result was committed but never read', () => {
   }, 120_000);
 });
 
+/** A locked restart over a rewritten row: the log warns of it, and its card says held and offers nothing to decide. */
+async function restartsLockedHolding(rig: RecoveryRig, id: string): Promise<void> {
+  const restarted = await rig.startLocked();
+  expect(restarted.process.stdout + restarted.process.stderr).toContain(
+    "an action's row read at start differs from the journal's log: it says never dispatched",
+  );
+  const held = (await laneCards(rig.dataDir, 'route:docs')).find((c) => c.action_id === id);
+  expect(held).toMatchObject({ state: 'dispatching' });
+  expect(held?.text).toContain('held: its record was found rewritten at this start');
+}
+
+/**
+ * A daemon killed (SIGKILL) while a POST's answer is held at its target: the target applied it (one effect), the
+ * daemon's record of it is in flight. What another process then does to the file is each case's own.
+ */
+async function killedWithRequestAtTarget(
+  name: string,
+): Promise<{ t: IdempotencyTarget; rig: RecoveryRig; id: string }> {
+  const t = await openTarget('honours', {});
+  const proxy = await HoldingProxy.start(t.port);
+  cleanup.push(() => proxy.stop());
+  proxy.holdNext = 1;
+  const rig = await openRig(name, { port: proxy.port });
+  const agent = await openAgent(rig, `rr-${name}`);
+  const call = agent.call('http_request', post).reply;
+  call.catch(() => undefined);
+  await waitForCount(() => proxy.held.length, 1, 'the target answer, held');
+  const id = await rig.acceptedAction(target);
+  // The effect happened: the target applied the request and its answer is held.
+  expect(t.effectsOf(post.body)).toBe(1);
+  expect((await rig.crash()).signal).toBe('SIGKILL');
+  await agent.stop();
+  return { t, rig, id };
+}
+
 /**
  * THREAT-MODEL: with no broker running, a same-user process rewrites an action's row to read as if it was never
  * dispatched (its stage back to credential_authorized, no dispatch, no attempt), the edit a copy of the row taken
@@ -517,21 +552,7 @@ function rewriteNeverDispatched(dataDir: string, actionId: string): void {
 
 describe("a restart after another process rewrote an action's row to read never dispatched", () => {
   it('6. the daemon was killed with the request at the target; after the restart (and its unlock) the action is unknown from its own events, never not_attempted; the log warns; the target saw one request', async () => {
-    const t = await openTarget('honours', {});
-    const proxy = await HoldingProxy.start(t.port);
-    cleanup.push(() => proxy.stop());
-    proxy.holdNext = 1;
-    const rig = await openRig('row-rewritten', { port: proxy.port });
-    const agent = await openAgent(rig, 'rr-rewritten');
-    const call = agent.call('http_request', post).reply;
-    call.catch(() => undefined);
-    await waitForCount(() => proxy.held.length, 1, 'the target answer, held');
-    const id = await rig.acceptedAction(target);
-    // The effect happened: the target applied the request and its answer is held.
-    expect(t.effectsOf(post.body)).toBe(1);
-
-    expect((await rig.crash()).signal).toBe('SIGKILL');
-    await agent.stop();
+    const { t, rig, id } = await killedWithRequestAtTarget('row-rewritten');
     rewriteNeverDispatched(rig.dataDir, id);
 
     const restarted = await rig.start();
@@ -570,13 +591,7 @@ describe("a locked restart after another process rewrote a settled action's row 
     await rig.stop();
     rewriteNeverDispatched(rig.dataDir, id);
 
-    const restarted = await rig.startLocked();
-    expect(restarted.process.stdout + restarted.process.stderr).toContain(
-      "an action's row read at start differs from the journal's log: it says never dispatched",
-    );
-    const held = (await laneCards(rig.dataDir, 'route:docs')).find((c) => c.action_id === id);
-    expect(held).toMatchObject({ state: 'dispatching' });
-    expect(held?.text).toContain('held: its record was found rewritten at this start');
+    await restartsLockedHolding(rig, id);
 
     await rig.unlock();
     const settled = await waitFor(
@@ -594,31 +609,12 @@ describe("a locked restart after another process rewrote a settled action's row 
 
 describe("a locked restart after another process rewrote an in-flight action's row to read settled, not_attempted", () => {
   it('8. the log shows it dispatched with no outcome: it is held in its lane (never not_attempted, its card says held); once a person unlocks, its own events make it unknown; the target saw one request', async () => {
-    const t = await openTarget('honours', {});
-    const proxy = await HoldingProxy.start(t.port);
-    cleanup.push(() => proxy.stop());
-    proxy.holdNext = 1;
-    const rig = await openRig('row-rewritten-closed', { port: proxy.port });
-    const agent = await openAgent(rig, 'rr-closed');
-    const call = agent.call('http_request', post).reply;
-    call.catch(() => undefined);
-    await waitForCount(() => proxy.held.length, 1, 'the target answer, held');
-    const id = await rig.acceptedAction(target);
-    expect(t.effectsOf(post.body)).toBe(1);
-
-    expect((await rig.crash()).signal).toBe('SIGKILL');
-    await agent.stop();
+    const { t, rig, id } = await killedWithRequestAtTarget('row-rewritten-closed');
     // The row, columns and state alike, made to read as a restart before dispatch would have closed it.
     rewriteActionRow(path.join(rig.dataDir, 'journal.sqlite'), id, closedNeverSent);
 
-    const restarted = await rig.startLocked();
-    expect(restarted.process.stdout + restarted.process.stderr).toContain(
-      "an action's row read at start differs from the journal's log: it says never dispatched",
-    );
     // Held in its lane, as the log shows it: in flight, nothing to decide.
-    const held = (await laneCards(rig.dataDir, 'route:docs')).find((c) => c.action_id === id);
-    expect(held).toMatchObject({ state: 'dispatching' });
-    expect(held?.text).toContain('held: its record was found rewritten at this start');
+    await restartsLockedHolding(rig, id);
 
     await rig.unlock();
     const recovered = await waitFor(

@@ -109,7 +109,13 @@ describe('when the broker stops while an SSH command is still being set up, so i
 });
 
 describe('when the broker stops after the command was sent, while its output is awaited', () => {
-  it('its recording stays RECORDING_INCOMPLETE (output may be lost), at the read and after the start', async () => {
+  /** The command sent and its output awaited when the broker stops; `whileStopped` runs before the next start. */
+  async function stoppedAfterSend(whileStopped?: (h: SshActionHarness, actionId: string) => void): Promise<{
+    h: SshActionHarness;
+    actionId: string;
+    envelope: Awaited<ReturnType<SshActionHarness['run']>>['envelope'];
+    next: { journal: Journal; results: ResultStore };
+  }> {
     const { h, s } = await remotes.open('silent_after_exec');
     const cancel = new AbortController();
     const run = h.run(misbehavingHostConfig(s), { host: 'lab', command: 'deploy --now' }, cancel.signal);
@@ -117,10 +123,13 @@ describe('when the broker stops after the command was sent, while its output is 
     h.results.close();
     cancel.abort();
     const { envelope } = await run;
-    expect(envelope.error).toMatchObject({ outcome: 'unknown' });
     expect(s.log.map((e) => e.event)).toContain('exec_received');
+    return { h, actionId, envelope, next: await restart(h, () => whileStopped?.(h, actionId)) };
+  }
 
-    const next = await restart(h);
+  it('its recording stays RECORDING_INCOMPLETE (output may be lost), at the read and after the start', async () => {
+    const { h, actionId, envelope, next } = await stoppedAfterSend();
+    expect(envelope.error).toMatchObject({ outcome: 'unknown' });
     expect(
       await closeUnsentRecordings({ recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock }),
     ).toBe(0);
@@ -128,21 +137,9 @@ describe('when the broker stops after the command was sent, while its output is 
       expect.objectContaining({ code: 'RECORDING_INCOMPLETE' }),
     );
   });
-});
 
-describe('when the broker stops after the command was sent, and its row is then rewritten to say never sent (THREAT-MODEL)', () => {
-  it('the start does not seal its recording as never sent: the log holds its DISPATCH_STARTED, so it stays RECORDING_INCOMPLETE', async () => {
-    const { h, s } = await remotes.open('silent_after_exec');
-    const cancel = new AbortController();
-    const run = h.run(misbehavingHostConfig(s), { host: 'lab', command: 'deploy --now' }, cancel.signal);
-    const actionId = await journalReached(h, 'REMOTE_RESPONSE_STARTED');
-    h.results.close();
-    cancel.abort();
-    await run;
-    expect(s.log.map((e) => e.event)).toContain('exec_received');
-
-    // While no broker runs, another process of the user makes the row read as a command never sent.
-    const next = await restart(h, () => rewriteActionRow(h.temp.path, actionId, closedNeverSent));
+  it('and its row is rewritten to say never sent while no broker runs (THREAT-MODEL): the start does not seal its recording so, as the log holds its DISPATCH_STARTED', async () => {
+    const { h, actionId, next } = await stoppedAfterSend((h, id) => rewriteActionRow(h.temp.path, id, closedNeverSent));
     // Its read is its own events' fold (this start has the vault open), not the row: unknown, after a dispatch.
     expect(next.journal.getAction(actionId)).toMatchObject({ outcome: 'unknown', recorded: true });
     expect(next.journal.getAction(actionId)?.dispatch_seq).not.toBeNull();

@@ -97,6 +97,13 @@ const dispatchAt = (events: readonly NewEvent[]): number => events.findIndex((e)
 
 const person = { kind: 'person', id: 'ann' } as const;
 
+/** The action blocks lane-a, and is not wedged there: a person abandons it and the lane is free again. */
+async function expectPersonReleasesLane(journal: Journal, id: string): Promise<void> {
+  expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+  await journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'checked by hand' } });
+  expect(journal.listLane('lane-a')).toEqual([]);
+}
+
 describe("when an action's row is written back to a copy from before its DISPATCH_STARTED while no broker runs (THREAT-MODEL)", () => {
   it('recovery holds it (no not_attempted, its lane blocked, nothing folded over the row) and says which row the log refutes; at the unlock its own events decide: unknown', async () => {
     const id = 'act_replayed_0001';
@@ -222,10 +229,7 @@ describe('when another process inserts a DISPATCH_STARTED header for an action t
       outcome_basis: 'broker_restart_journal_quarantined',
       recorded: true,
     });
-    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
-    // A person can end it: the lane is free again.
-    await journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'checked by hand' } });
-    expect(journal.listLane('lane-a')).toEqual([]);
+    await expectPersonReleasesLane(journal, id);
   });
 });
 
@@ -656,10 +660,7 @@ describe("when an in-flight action's row says abandoned, in another lane, at a f
       abandoned: false,
     });
     expect(journal.listLane('lane-x')).toEqual([]);
-    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
-    // Not wedged: a person releases the lane.
-    await journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'checked by hand' } });
-    expect(journal.listLane('lane-a')).toEqual([]);
+    await expectPersonReleasesLane(journal, id);
   });
 });
 
