@@ -2390,7 +2390,7 @@ export class Journal implements BesideWriter {
    * admission's ticket and lane, an abandonment, its last event) is checked against the log's plaintext headers, each
    * bound into its event's seal and the audit tree's leaf, so an edited header fails `audit verify` (recovery.ts
    * rowRefutation). A row they refute is held (heldAtOpen; its reads and lane from refutedRowState: what the headers
-   * establish) and onActionRowRefuted is told. One indexed read of headers per row recovery reads: a handful a start.
+   * establish) and onActionRowRefuted is told. Three reads of its headers per row recovery reads: a handful a start.
    */
   private rowTrustedForRecovery(id: string, state: ActionState | undefined, facts: LogFacts): boolean {
     const holds = rowRefutation(state, facts);
