@@ -29,6 +29,7 @@ import {
   emptyFrontier,
   encodeAssociatedData,
   encodeLeaf,
+  eventOutcomeHeader,
   leafHash,
 } from '../broker/core/index.js';
 import { controlSocketPath, sendControlRequest } from '../broker/host/control-client.js';
@@ -88,6 +89,7 @@ function benchSeal(): { events: number; ms: number } {
         lane: 'lane-a',
         kind: e.kind,
         run: 1,
+        outcome: eventOutcomeHeader(e),
       }),
       'utf8',
     );

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../broker/contract/index.js';
-import { closedNeverSent, rewriteActionRow } from '../broker/testing/action-rows.js';
+import { closedNeverSent, readsCommitted, rewriteActionRow } from '../broker/testing/action-rows.js';
 import { IdempotencyTarget, type IdempotencyBehaviour } from '../broker/testing/idempotency-target.js';
 import { DrillAgent, type ToolReply } from './support/drill-agent.js';
 import { laneCards, op, waitFor } from './support/drill.js';
@@ -283,6 +283,30 @@ describe('a restart in the middle of a same-key automatic retry', () => {
   }, 120_000);
 });
 
+/**
+ * A second agent asks for another POST on the lane whose head is the unknown at `ticket`: its ticket waits behind that
+ * head (the head's card says blocked_head) and the target sees none of it. Returns the agent, the request and its
+ * pending reply.
+ */
+async function newWriteWaitsBehind(
+  rig: RecoveryRig,
+  t: IdempotencyTarget,
+  ticket: number,
+  agentName: string,
+): Promise<{ second: DrillAgent; next: typeof post; behind: Promise<ToolReply> }> {
+  const second = await openAgent(rig, agentName);
+  const next = { ...post, body: '{"release":"r-2"}', idempotency_key: 'key-r-2' };
+  const behind = second.call('http_request', next).reply;
+  const cards = await waitFor(
+    () => laneCards(rig.dataDir, 'route:docs'),
+    (c) => c.some((x) => x.ticket > ticket && x.waiting_for_ticket === ticket),
+    'the new ticket waiting behind the unknown head',
+  );
+  expect(cards.find((c) => c.ticket === ticket)?.state).toBe('blocked_head');
+  expect(t.requests.filter((r) => r.body === next.body)).toHaveLength(0);
+  return { second, next, behind };
+}
+
 describe('a restart in the middle of a reconciliation lookup', () => {
   it('4. the lookup is recorded unknown, the original stays unknown without a result; reconciling again commits it (remote_query) and releases its lane', async () => {
     const t = await openTarget('honours', { loseResponses: 1, hangLookups: 1 });
@@ -318,16 +342,7 @@ describe('a restart in the middle of a reconciliation lookup', () => {
     expect(original.released_by).toBeNull();
 
     // A new write in the same lane waits behind the unknown head.
-    const second = await openAgent(rig, 'rr-reco-second');
-    const next = { ...post, body: '{"release":"r-2"}', idempotency_key: 'key-r-2' };
-    const behind = second.call('http_request', next).reply;
-    const cards = await waitFor(
-      () => laneCards(rig.dataDir, 'route:docs'),
-      (c) => c.some((x) => x.ticket > ticket && x.waiting_for_ticket === ticket),
-      'the new ticket waiting behind the unknown head',
-    );
-    expect(cards.find((c) => c.ticket === ticket)?.state).toBe('blocked_head');
-    expect(t.requests.filter((r) => r.body === next.body)).toHaveLength(0);
+    const { second, next, behind } = await newWriteWaitsBehind(rig, t, ticket, 'rr-reco-second');
 
     const again = cli(['actions', 'reconcile', id, '--json']);
     const againExit = await again.exitWithin();
@@ -633,5 +648,40 @@ describe("a locked restart after another process rewrote an in-flight action's r
       expect.objectContaining({ action_id: id, state: 'blocked_head' }),
     );
     expect(t.requests).toHaveLength(1);
+  }, 120_000);
+});
+
+describe("a restart after another process rewrote a recorded unknown's row to read committed", () => {
+  it('9. its outcome header says unknown: it is held, then folded from its own events at the unlock; the lane it heads stays blocked, a new write waits behind it and nothing is sent; the log warns', async () => {
+    const t = await openTarget('honours', { loseResponses: 1 });
+    const rig = await openRig('unknown-rewritten', { port: t.port });
+    const first = await openAgent(rig, 'rr-unknown-first');
+    const lost = await within(first.call('http_request', post).reply, 'the lost-response answer');
+    expect(lost.structuredContent?.error).toMatchObject({ outcome: 'unknown', phase: 'remote_execution' });
+    const id = lost.structuredContent?.invocation_id ?? '';
+    const before = await rig.show(id);
+    const ticket = before.state.ticket ?? 0;
+    expect(ticket).toBeGreaterThan(0);
+    await first.stop();
+    await rig.stop();
+    // The row, columns and state alike, made to read as if the remote's answer had been recorded: resolved, no lane.
+    rewriteActionRow(path.join(rig.dataDir, 'journal.sqlite'), id, readsCommitted);
+
+    const restarted = await rig.start();
+    expect(restarted.process.stdout + restarted.process.stderr).toContain(
+      "an action's row read at start differs from the journal's log: it says another outcome",
+    );
+    const shown = await waitFor(
+      () => rig.show(id),
+      (s) => s.state.recorded && s.state.outcome === 'unknown',
+      'the held action folded from its own events after the unlock',
+    );
+    // Recorded already: nothing was appended over it.
+    expect(shown.events.map((e) => e.kind)).toEqual(before.events.map((e) => e.kind));
+
+    // A new write in the same lane waits behind the unknown head, as before the rewrite.
+    const { behind } = await newWriteWaitsBehind(rig, t, ticket, 'rr-unknown-second');
+    behind.catch(() => undefined);
+    expect(t.effectsOf(post.body)).toBe(1);
   }, 120_000);
 });

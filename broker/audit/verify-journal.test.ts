@@ -156,6 +156,7 @@ const columns = [
   'lane',
   'kind',
   'run',
+  'outcome',
   'nonce',
   'ciphertext',
   'leaf_hash',

@@ -48,7 +48,9 @@ export const auditSchemaVersion = 4;
 // only.
 // 23 adds idempotency_keys_by_expiry, an index of the current-state idempotency_keys table only.
 // 24 adds events_dispatch_marks, a partial index of the events' plaintext headers: no row changes.
-export const auditSchemaVersionMax = 24;
+// 25 adds the events' outcome header column, part of the leaf where not null (outcomeCell; older rows' is null, their
+// leaves unchanged), and events_outcome_marks, a partial index of it.
+export const auditSchemaVersionMax = 25;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;
@@ -298,7 +300,8 @@ async function recomputeTree(
   if (sizes.has(0)) rootAt.set(0, frontierRoot(sha256, emptyFrontier));
   let frontier = emptyFrontier;
   const rows = db.prepare(
-    `SELECT seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash FROM events ORDER BY seq`,
+    `SELECT seq, at_ms, action_id, session_id, ticket, lane, kind, run, ${outcomeCell(db)} AS outcome, nonce, ciphertext,
+      leaf_hash FROM events ORDER BY seq`,
   );
   for (const raw of rows.iterate() as IterableIterator<Record<string, unknown>>) {
     const expected = frontier.size + 1;
@@ -439,6 +442,15 @@ function lastPosition(db: Database.Database): number | undefined {
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/**
+ * The events' outcome header column as a SELECT names it: the column since journal schema 25 (migration 025), NULL in
+ * a journal from before it, whose headers have none.
+ */
+export function outcomeCell(db: Database.Database): string {
+  const columns = db.prepare(`SELECT name FROM pragma_table_info('events')`).all() as Array<{ name: unknown }>;
+  return columns.some((column) => column.name === 'outcome') ? 'outcome' : 'NULL';
+}
+
 function leafOfRow(raw: Record<string, unknown>, seq: number): Uint8Array {
   const run = int(raw['run'], 'events.run', seq);
   const header = Buffer.from(
@@ -450,6 +462,7 @@ function leafOfRow(raw: Record<string, unknown>, seq: number): Uint8Array {
       lane: raw['lane'] === null ? null : text(raw['lane'], 'events.lane', seq),
       kind: text(raw['kind'], 'events.kind', seq),
       run,
+      outcome: raw['outcome'] === null ? null : text(raw['outcome'], 'events.outcome', seq),
     }),
     'utf8',
   );

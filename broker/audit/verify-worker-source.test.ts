@@ -47,7 +47,8 @@ function rewritten(t: TempJournal, cells: ReadonlyArray<Record<string, string | 
     db.exec(`DROP TRIGGER events_no_update; DROP TRIGGER checkpoints_no_delete; DELETE FROM checkpoints;`);
     const rows = db.prepare(`SELECT * FROM events ORDER BY seq`).all() as Array<Record<string, unknown>>;
     const update = db.prepare(
-      `UPDATE events SET action_id = @action_id, session_id = @session_id, lane = @lane, kind = @kind, leaf_hash = @leaf_hash WHERE seq = @seq`,
+      `UPDATE events SET action_id = @action_id, session_id = @session_id, lane = @lane, kind = @kind, outcome = @outcome,
+        leaf_hash = @leaf_hash WHERE seq = @seq`,
     );
     let frontier = emptyFrontier;
     for (const [i, stored] of rows.entries()) {
@@ -78,14 +79,23 @@ const cell = fc.oneof(
 );
 
 describe('when the worker builds a leaf', () => {
-  it('hashes text cells of any content to the bytes core/audit-record.ts defines (quotes, escapes, non-ASCII)', async () => {
+  it('hashes text cells of any content to the bytes core/audit-record.ts defines (quotes, escapes, non-ASCII), the outcome header included where there is one', async () => {
     const t = await journalOf(4);
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ action_id: cell, session_id: fc.option(cell), lane: fc.option(cell), kind: cell }), {
-          minLength: 1,
-          maxLength: 4,
-        }),
+        fc.array(
+          fc.record({
+            action_id: cell,
+            session_id: fc.option(cell),
+            lane: fc.option(cell),
+            kind: cell,
+            outcome: fc.option(cell),
+          }),
+          {
+            minLength: 1,
+            maxLength: 4,
+          },
+        ),
         async (cells) => {
           const path = rewritten(t, cells);
           let mode: string | undefined;

@@ -66,9 +66,17 @@ function open() {
     .prepare(
       "SELECT seq, at_ms, action_id, session_id, ticket, lane, kind, run, " +
         "typeof(nonce) = 'blob' AND typeof(ciphertext) = 'blob' AND typeof(leaf_hash) = 'blob', " +
-        'hex(nonce), hex(ciphertext), lower(hex(leaf_hash)) FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq',
+        'hex(nonce), hex(ciphertext), lower(hex(leaf_hash)), ' +
+        outcomeCell() +
+        ' FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq',
     )
     .raw(true);
+}
+
+/** The outcome header column (journal schema 25 on), or NULL in an older journal (verify-journal.ts outcomeCell). */
+function outcomeCell() {
+  const columns = db.prepare("SELECT name FROM pragma_table_info('events')").all();
+  return columns.some((column) => column.name === 'outcome') ? 'outcome' : 'NULL';
 }
 
 const isCount = (v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -96,13 +104,14 @@ function nodeHash(left, right) {
 
 /** H(0x00 || u64be(seq) || u32be(len(header)) || header || u32be(len(nonce)) || nonce || ciphertext), or undefined if malformed. */
 function leafOf(r, seq) {
-  const atMs = r[1], action = r[2], session = r[3], ticket = r[4], lane = r[5], kind = r[6], run = r[7], blobs = r[8], nonce = r[9], ct = r[10];
+  const atMs = r[1], action = r[2], session = r[3], ticket = r[4], lane = r[5], kind = r[6], run = r[7], blobs = r[8], nonce = r[9], ct = r[10], outcome = r[12];
   if (!isCount(atMs) || !isText(action) || !isText(kind) || !isCount(run)) return undefined;
+  if (outcome !== null && !isText(outcome)) return undefined;
   if ((session !== null && !isText(session)) || (lane !== null && !isText(lane)) || (ticket !== null && !isCount(ticket)))
     return undefined;
   const nonceLength = run === 0 ? 0 : bounds.nonceBytes;
   if (blobs !== 1 || !isHexOf(nonce, nonceLength, nonceLength) || !isHexOf(ct, 0, bounds.ciphertextBytesMax)) return undefined;
-  const header = '[' + atMs + ',' + quoted(action) + ',' + quoted(session) + ',' + ticket + ',' + quoted(lane) + ',' + quoted(kind) + ',' + run + ']';
+  const header = '[' + atMs + ',' + quoted(action) + ',' + quoted(session) + ',' + ticket + ',' + quoted(lane) + ',' + quoted(kind) + ',' + run + (outcome === null ? ']' : ',' + quoted(outcome) + ']');
   // UTF-8 takes at most 3 bytes per UTF-16 unit.
   const need = 1 + 8 + 4 + 3 * header.length + 4 + (nonce.length + ct.length) / 2;
   if (leafBuffer.length < need) leafBuffer = Buffer.alloc(need * 2);

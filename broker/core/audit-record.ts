@@ -6,7 +6,8 @@
  * checkpoint = "postern-audit-checkpoint/1" || 0x00 || u64be(size) || root(32) || u64be(at_ms)
  *
  * The header is the row's plaintext columns as canonical JSON (auditHeaderText), so changing any
- * column of a row changes its leaf. The same `u64be(seq) || header` is the AEAD associated data,
+ * column of a row changes its leaf. Since journal schema 25 an event that sets its action's outcome carries that
+ * outcome as an eighth element (the `outcome` column); every other row's header is the seven elements it always was. The same `u64be(seq) || header` is the AEAD associated data,
  * so a ciphertext moved to another row also fails to decrypt.
  */
 export interface AuditHeaderFields {
@@ -18,12 +19,34 @@ export interface AuditHeaderFields {
   readonly kind: string;
   /** The run whose key encrypted the payload (0: plaintext rows migrated from schema 3). */
   readonly run: number;
+  /**
+   * The outcome its action folds to at this event, where the event sets one (a DISPATCH_STARTED's unknown, a
+   * classification's outcome: eventOutcomeHeader), written since journal schema 25; null or absent otherwise.
+   */
+  readonly outcome?: string | null;
 }
 
 export const checkpointDomain = 'postern-audit-checkpoint/1';
 
 export function auditHeaderText(h: AuditHeaderFields): string {
-  return JSON.stringify([h.at_ms, h.action_id, h.session_id, h.ticket, h.lane, h.kind, h.run]);
+  const { outcome } = h;
+  return outcome === undefined || outcome === null
+    ? JSON.stringify([h.at_ms, h.action_id, h.session_id, h.ticket, h.lane, h.kind, h.run])
+    : JSON.stringify([h.at_ms, h.action_id, h.session_id, h.ticket, h.lane, h.kind, h.run, outcome]);
+}
+
+/**
+ * The outcome an event's header carries (AuditHeaderFields.outcome): what its action's outcome is once it folds, for
+ * the events that set it (core project: a DISPATCH_STARTED sets unknown, a classification its outcome); null for
+ * every other event, which leaves the outcome as it was. So the last header with one names the outcome the action's
+ * row must read, which recovery checks at open with no event opened (journal recovery.ts rowRefutation).
+ */
+export function eventOutcomeHeader(event: {
+  readonly kind: string;
+  readonly classification?: { readonly outcome: string } | undefined;
+}): string | null {
+  if (event.classification !== undefined) return event.classification.outcome;
+  return event.kind === 'DISPATCH_STARTED' ? 'unknown' : null;
 }
 
 export function encodeLeaf(seq: number, header: Uint8Array, nonce: Uint8Array, ciphertext: Uint8Array): Uint8Array {

@@ -2,6 +2,7 @@ import { CodedError, type Classification, type JournalEvent } from '../contract/
 import {
   appendLeaf,
   auditHeaderText,
+  eventOutcomeHeader,
   checkpointDomain,
   decodeFrontier,
   encodeAssociatedData,
@@ -416,7 +417,23 @@ export function eventOfBody(row: EventRow, body: Uint8Array): JournalEvent {
     classification?: Classification;
   };
   const event = { ...eventHeaderOf(row), payload };
-  return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
+  const opened = (classification === undefined ? event : { ...event, classification }) as JournalEvent;
+  // A header naming an outcome names the one its body sets (RunSealer.seal): the same seal covers both, so only a row
+  // made whole elsewhere could differ, and what recovery reads from headers must not.
+  const outcome = row.outcome ?? null;
+  if (outcome !== null && outcome !== eventOutcomeHeader(opened))
+    throw new CodedError('INTERNAL', `event ${row.seq}'s header names another outcome than its body`);
+  return opened;
+}
+
+/** What an event's ciphertext seals: its payload, and its classification where it carries one (eventOfBody reads it). */
+export function sealedBodyOf(event: Pick<JournalEvent, 'payload' | 'classification'>): {
+  payload: unknown;
+  classification?: Classification;
+} {
+  return event.classification === undefined
+    ? { payload: event.payload }
+    : { payload: event.payload, classification: event.classification };
 }
 
 /** A row's plaintext header: what every reader may see of an event, its body opened or not. */
@@ -484,14 +501,12 @@ export class RunSealer {
       throw new Error(`event seq ${event.seq} does not extend an audit tree of ${this.pending.size} leaves`);
     }
     const { at_ms, action_id, session_id, ticket, lane, kind } = event;
+    const outcome = eventOutcomeHeader(event);
     const header = Buffer.from(
-      auditHeaderText({ at_ms, action_id, session_id, ticket, lane, kind, run: this.run }),
+      auditHeaderText({ at_ms, action_id, session_id, ticket, lane, kind, run: this.run, outcome }),
       'utf8',
     );
-    const body =
-      event.classification === undefined
-        ? { payload: event.payload }
-        : { payload: event.payload, classification: event.classification };
+    const body = sealedBodyOf(event);
     const nonce = this.nonces.next();
     const ciphertext = encryptPayload(
       this.runKey,
@@ -511,6 +526,7 @@ export class RunSealer {
         lane: event.lane,
         kind: event.kind,
         run: this.run,
+        outcome,
         nonce,
         ciphertext,
         leaf_hash: leaf,

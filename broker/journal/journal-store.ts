@@ -37,6 +37,7 @@ import {
 } from './snapshot-sql.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
 import { dispatchMarkKindsSql } from './migrations/024-dispatch-marks.js';
+import { outcomeMarksWhereSql } from './migrations/025-outcome-headers.js';
 import type { LogFacts } from './recovery.js';
 import type { BoundBinding } from './idempotency-book.js';
 
@@ -130,6 +131,8 @@ export interface EventRow {
   kind: string;
   /** audit_runs.run whose key sealed the body; 0 = plaintext rows from before schema 4. */
   run: number;
+  /** The outcome the event sets (core eventOutcomeHeader), part of its sealed header; null (or absent before schema 25). */
+  outcome?: string | null;
   nonce: Uint8Array;
   ciphertext: Uint8Array;
   leaf_hash: Uint8Array;
@@ -154,6 +157,15 @@ const dispatchMarksSelect = `SELECT min(CASE WHEN kind = 'DISPATCH_STARTED' THEN
  */
 export const openDispatchesSql = `${dispatchMarksSelect}, action_id FROM events WHERE kind IN (${dispatchMarkKindsSql})
   GROUP BY action_id HAVING last_dispatch > coalesce(last_classified, 0)`;
+
+/**
+ * The actions whose last header naming an outcome (migration 025: core eventOutcomeHeader) names unknown, and that hold
+ * no ABANDONED header (a person's abandonment is never undone): the log's unresolved unknowns, in flight or recorded (a
+ * blocked lane's head). One pass over events_outcome_marks, a covering index, so no event row is read.
+ */
+export const openOutcomesSql = `SELECT action_id FROM events WHERE ${outcomeMarksWhereSql} GROUP BY action_id
+  HAVING max(kind = 'ABANDONED') = 0
+    AND max(CASE WHEN outcome IS NOT NULL THEN seq END) = max(CASE WHEN outcome = 'unknown' THEN seq END)`;
 
 /** An event's plaintext header columns, as a credential request's fold reads them. */
 type SubjectHeaderRow = Pick<EventRow, 'seq' | 'at_ms' | 'kind' | 'action_id' | 'session_id'>;
@@ -219,6 +231,8 @@ export class JournalStore implements AuditStore {
   private prunedForMinute = -Infinity;
   /** updateChanged's statements by the column set they assign. */
   private readonly updates = new Map<string, Statement>();
+  /** Whether the events table has the outcome header column (outcomeHeaders), read once. */
+  private outcomeColumn: boolean | undefined;
   private readonly sql: {
     lastSeq: () => Statement<[], { seq: number }>;
     lastTicket: () => Statement<[], { value: number }>;
@@ -262,6 +276,8 @@ export class JournalStore implements AuditStore {
       [string],
       Pick<LogFacts, 'first_dispatch' | 'last_dispatch' | 'last_classified' | 'last_seq'> & { abandoned: number | null }
     >;
+    lastOutcome: () => Statement<[string], { outcome: string }>;
+    openOutcomes: () => Statement<[], { action_id: string }>;
     admission: () => Statement<
       [string],
       { kind: string; session_id: string | null; ticket: number | null; lane: string | null }
@@ -287,8 +303,10 @@ export class JournalStore implements AuditStore {
       insertEvent: lazy(
         db,
         `
-        INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash)
-        VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @run, @nonce, @ciphertext, @leaf_hash)`,
+        INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, outcome, nonce, ciphertext,
+          leaf_hash)
+        VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @run, @outcome, @nonce, @ciphertext,
+          @leaf_hash)`,
       ),
       readTree: lazy(db, readTreeSql),
       writeTree: lazy(db, `UPDATE audit_tree SET size = ?, frontier = ? WHERE id = 1`),
@@ -366,6 +384,11 @@ export class JournalStore implements AuditStore {
           max(seq) AS last_seq, max(kind = 'ABANDONED') AS abandoned
         FROM events WHERE action_id = ? AND seq > 0`,
       ),
+      lastOutcome: lazy(
+        db,
+        `SELECT outcome FROM events WHERE action_id = ? AND seq > 0 AND outcome IS NOT NULL ORDER BY seq DESC LIMIT 1`,
+      ),
+      openOutcomes: lazy(db, openOutcomesSql),
       admission: lazy(
         db,
         `SELECT kind, session_id, ticket, lane FROM events WHERE action_id = ? AND seq > 0 ORDER BY seq LIMIT 1`,
@@ -605,9 +628,30 @@ export class JournalStore implements AuditStore {
     return this.sql.openDispatches().all();
   }
 
+  /** Whether the events carry outcome headers (schema 25 on; a migration test's journal may stop before it). */
+  private outcomeHeaders(): boolean {
+    this.outcomeColumn ??= (
+      this.db.prepare(`SELECT name FROM pragma_table_info('events')`).all() as Array<{ name: string }>
+    ).some((column) => column.name === 'outcome');
+    return this.outcomeColumn;
+  }
+
   /**
-   * What one action's plaintext event headers establish (recovery.ts LogFacts): three reads through events_by_action,
-   * each over that action's events in SQLite (no row reaches JavaScript but the first), however many it has.
+   * Every action whose last header naming an outcome names unknown and that no person abandoned (openOutcomesSql):
+   * what the log leaves unresolved, in flight or recorded, whatever the `actions` rows say. For headers written since
+   * journal schema 25; a pass over events_outcome_marks.
+   */
+  openOutcomes(): string[] {
+    if (!this.outcomeHeaders()) return [];
+    return this.sql
+      .openOutcomes()
+      .all()
+      .map((row) => row.action_id);
+  }
+
+  /**
+   * What one action's plaintext event headers establish (recovery.ts LogFacts): four reads through events_by_action,
+   * each over that action's events in SQLite (one row each reaches JavaScript), however many it has.
    */
   logFacts(actionId: string): LogFacts {
     const marks = this.sql.logFacts().get(actionId) ?? {
@@ -630,6 +674,7 @@ export class JournalStore implements AuditStore {
       last_classified: marks.last_classified,
       last_seq: marks.last_seq,
       abandoned: marks.abandoned === 1,
+      outcome: this.outcomeHeaders() ? (this.sql.lastOutcome().get(actionId)?.outcome ?? null) : null,
       session_id: admitted?.session_id ?? null,
       ticket: admitted?.ticket ?? null,
       lane: admitted?.lane ?? null,

@@ -2390,7 +2390,8 @@ export class Journal implements BesideWriter {
    * admission's ticket and lane, an abandonment, its last event) is checked against the log's plaintext headers, each
    * bound into its event's seal and the audit tree's leaf, so an edited header fails `audit verify` (recovery.ts
    * rowRefutation). A row they refute is held (heldAtOpen; its reads and lane from refutedRowState: what the headers
-   * establish) and onActionRowRefuted is told. Three reads of its headers per row recovery reads: a handful a start.
+   * establish) and onActionRowRefuted is told. Four reads of its headers per row recovery reads: a handful a start (the
+   * actions in flight, the unresolved unknowns, the lanes' open tickets).
    */
   private rowTrustedForRecovery(id: string, state: ActionState | undefined, facts: LogFacts): boolean {
     const holds = rowRefutation(state, facts);
@@ -2560,6 +2561,9 @@ export class Journal implements BesideWriter {
     // (LaneTickets takes its rows as they are), so none of them is taken unchecked either.
     const ids = new Set(this.store.unrecordedActionIds());
     for (const marks of this.store.openDispatches()) ids.add(marks.action_id);
+    // What the log last left unknown and nobody abandoned (headers since schema 25): a row rewritten to read settled or
+    // abandoned no longer escapes the check, nor releases the lane it heads.
+    for (const id of this.store.openOutcomes()) ids.add(id);
     // (Loaded at open unless the schema predates the action list's columns: a migration test's.)
     if (this.laneTickets !== undefined) for (const state of this.store.unresolvedLaneStates()) ids.add(state.action_id);
     for (const id of ids) {
@@ -2567,6 +2571,10 @@ export class Journal implements BesideWriter {
       // A row the log refutes is held, not recovered from: recoverHeld folds its own events once they open.
       if (!this.rowTrustedForRecovery(id, state, this.logFacts(id))) continue;
       if (state === undefined) continue;
+      // Its lane from its checked state, not from the columns the lanes were loaded by: `resolved_at_ms` alone, edited
+      // to read resolved, would have left a blocked head out of its lane.
+      this.laneTickets?.drop(id);
+      this.laneTickets?.moved(state);
       const event = recoveryEvent(state, this.clock.nowMs(), found);
       if (event !== undefined) events.push(validateNewEvent(event));
     }

@@ -2,10 +2,11 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
-import { actionPathNames, actionPaths } from '../testing/action-paths.js';
+import { actionPathNames, actionPaths, reconciledByLookup } from '../testing/action-paths.js';
 import {
   closedNeverSent,
   copyActionRow,
+  readsCommitted,
   rewriteActionRow,
   writeActionRowBack,
   type ActionRow,
@@ -14,6 +15,7 @@ import type { AuditHeaderFields } from '../core/audit-record.js';
 import { appendForgedEventRow } from '../testing/forged-event-row.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, type ActionRowRefuted } from './journal.js';
+import { JournalStore } from './journal-store.js';
 
 const opened: TempJournal[] = [];
 afterEach(async () => {
@@ -295,7 +297,12 @@ function dispatchSeqOf(path: string, id: string): number {
 }
 
 /** Another process appends a header row of `kind` for the action (sealed under no key), the audit tree extended over it. */
-function insertHeader(t: TempJournal, id: string, kind: AuditHeaderFields['kind']): number {
+function insertHeader(
+  t: TempJournal,
+  id: string,
+  kind: AuditHeaderFields['kind'],
+  outcome: AuditHeaderFields['outcome'] = null,
+): number {
   const admitted = copyActionRow(t.path, id);
   return appendForgedEventRow(t.path, {
     action_id: id,
@@ -305,7 +312,18 @@ function insertHeader(t: TempJournal, id: string, kind: AuditHeaderFields['kind'
     kind,
     run: 1,
     at_ms: t.clock.nowMs(),
+    outcome,
   });
+}
+
+/** Another process's one statement on `t`'s file while no broker runs (an edit of the `actions` table). */
+function onFile(t: TempJournal, sql: string, ...params: unknown[]): void {
+  const db = new Database(t.path);
+  try {
+    db.prepare(sql).run(...params);
+  } finally {
+    db.close();
+  }
 }
 
 /** Crashed with `events` of one action appended (the vault then locked), the row rewritten by `edit`; reopened. */
@@ -392,14 +410,7 @@ describe('when an action in flight at a crash has its row rewritten to read sett
     const { journal, vault, refuted, lastSeq } = await crashedThenRewritten(
       id,
       path.slice(0, dispatchAt(path) + 1),
-      (t) => {
-        const db = new Database(t.path);
-        try {
-          db.prepare('DELETE FROM actions WHERE action_id = ?').run(id);
-        } finally {
-          db.close();
-        }
-      },
+      (t) => onFile(t, 'DELETE FROM actions WHERE action_id = ?', id),
     );
     expect(refuted).toEqual([{ action_id: id, row_stage: null, log_holds: 'DISPATCH_STARTED_UNCLASSIFIED' }]);
     expect(journal.heldActions()).toEqual([id]);
@@ -519,27 +530,101 @@ describe('when a settled action, which recovery never reads, has its row rewritt
   });
 });
 
-describe("when a recorded unknown's row is edited to read committed, every header fact left as it was", () => {
-  it('a read with the vault open answers what its own events fold to (unknown), and says the row differs from them', async () => {
+/** A recorded unknown after dispatch (a lookup's answer never came): the head lane-a waits on. */
+const recordedUnknown = (id: string): NewEvent[] =>
+  actionPaths.lostThenReconciled(id).filter((e) => e.kind !== 'RECONCILIATION_RESULT');
+
+describe("when a recorded unknown's row is edited to read committed, every other header fact left as it was (THREAT-MODEL)", () => {
+  it('recovery finds it from the outcome headers and holds it: its lane stays blocked, it reads unknown, a decision on it is refused; after the unlock its own events say unknown, and only a person frees the lane', async () => {
     const id = 'act_unknownrow_0001';
-    const path = actionPaths.lostThenReconciled(id).filter((e) => e.kind !== 'RECONCILIATION_RESULT');
-    const { journal, vault, refuted } = await crashedThenRewritten(id, path, (t) =>
-      rewriteActionRow(t.path, id, (state) => ({
-        ...state,
-        outcome: 'committed',
-        code: null,
-        effect: 'succeeded',
-        retry: 'never',
-        outcome_basis: 'complete_response',
-        source: 'remote_response',
-      })),
+    const { journal, vault, refuted, lastSeq } = await crashedThenRewritten(id, recordedUnknown(id), (t) =>
+      rewriteActionRow(t.path, id, readsCommitted),
     );
+    // The premise: the row reads settled and resolved, so no column of it says in flight or waiting.
+    expect(refuted).toEqual([{ action_id: id, row_stage: 'request_sent', log_holds: 'OUTCOME' }]);
+    expect(journal.heldActions()).toEqual([id]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', retry: 'reconcile', recorded: true });
+    await expect(
+      journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'stuck' } }),
+    ).rejects.toThrow(/its row was found rewritten at this start/);
+
     vault.unlock();
+    await settle(journal);
+    expect(journal.heldActions()).toEqual([]);
+    // Recorded already: the unlock appends nothing over it, and reads answer its own fold.
+    expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
     expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: true, code: 'REMOTE_OUTCOME_UNKNOWN' });
     expect(journal.getAction(id)).toEqual(journal.sealedAction(id));
-    expect(refuted.filter((r) => r.on_read === true)).toEqual([
-      { action_id: id, row_stage: 'request_sent', log_holds: 'SEALED_EVENTS', on_read: true },
-    ]);
+    await expectPersonReleasesLane(journal, id);
+  });
+
+  it('rewritten to read abandoned instead: held all the same, its lane blocked', async () => {
+    const id = 'act_abandonrow_0001';
+    const { journal, refuted } = await crashedThenRewritten(id, recordedUnknown(id), (t) =>
+      rewriteActionRow(t.path, id, (state) => ({ ...state, abandoned: true })),
+    );
+    expect(refuted).toEqual([{ action_id: id, row_stage: 'request_sent', log_holds: 'ABANDONED' }]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', abandoned: false });
+  });
+
+  it('its row deleted outright: held, and at the unlock its own events fold it back into its lane, blocked', async () => {
+    const id = 'act_unknowngone_0001';
+    const { journal, vault, refuted } = await crashedThenRewritten(id, recordedUnknown(id), (t) =>
+      onFile(t, 'DELETE FROM actions WHERE action_id = ?', id),
+    );
+    expect(refuted).toEqual([{ action_id: id, row_stage: null, log_holds: 'OUTCOME' }]);
+    expect(journal.heldActions()).toEqual([id]);
+    vault.unlock();
+    await settle(journal);
+    expect(journal.heldActions()).toEqual([]);
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: true });
+    await expectPersonReleasesLane(journal, id);
+  });
+
+  it('only its resolved_at_ms column edited to read resolved (the column a lane is loaded by), its state left as written: its lane comes from the checked state, blocked', async () => {
+    const id = 'act_resolvedcol_0001';
+    const { journal, refuted } = await crashedThenRewritten(id, recordedUnknown(id), (t) =>
+      onFile(t, 'UPDATE actions SET resolved_at_ms = updated_at_ms WHERE action_id = ?', id),
+    );
+    // Its state agrees with every header: nothing to refute, and nothing released either.
+    expect(refuted).toEqual([]);
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+  });
+
+  it('one a person abandoned is not among the unknowns recovery checks, a lookup after that notwithstanding, and an honest row of either is never held', async () => {
+    const kept = 'act_unknownkept_0001';
+    const left = 'act_unknownleft_0001';
+    const t = await openTempJournal();
+    opened.push(t);
+    for (const event of recordedUnknown(kept)) await t.journal.append(event);
+    for (const event of recordedUnknown(left).map((e) => ({ ...e, lane: 'lane-b' }) as NewEvent))
+      await t.journal.append(event);
+    await t.journal.append({ kind: 'ABANDONED', action_id: left, payload: { actor: person, reason: 'by hand' } });
+    // A lookup after the abandonment that learned nothing: unknown again, and still abandoned.
+    await t.journal.append({
+      ...reconciledByLookup(left, 'act_lookup_0002'),
+      classification: {
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        retry: 'reconcile',
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        effect: 'unknown_effect',
+        outcome_basis: 'remote_operation_lookup',
+        source: 'remote_query',
+      },
+    } as NewEvent);
+    await t.journal.close();
+    const { journal, refuted } = await reopenLocked(t);
+    expect(refuted).toEqual([]);
+    const db = new Database(t.path, { readonly: true });
+    try {
+      expect(new JournalStore(db).openOutcomes()).toEqual([kept]);
+    } finally {
+      db.close();
+    }
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([kept]);
   });
 });
 
@@ -578,12 +663,12 @@ describe("when a recorded unknown's row is rewritten to say not_attempted, its d
   });
 });
 
-describe('when another process inserts a classified header after an in-flight dispatch and rewrites the row to agree', () => {
+describe('when another process inserts a classified header naming committed after an in-flight dispatch and rewrites the row to agree', () => {
   it('reads after the unlock do not answer the row: the events do not authenticate, so it reads unknown, to be looked up', async () => {
     const id = 'act_insertedoutcome_0001';
     const path = actionPaths.httpApproved(id);
     const { journal, vault, refuted } = await crashedThenRewritten(id, path.slice(0, dispatchAt(path) + 2), (t) => {
-      const forged = insertHeader(t, id, 'OUTCOME_RECORDED');
+      const forged = insertHeader(t, id, 'OUTCOME_RECORDED', 'committed');
       rewriteActionRow(t.path, id, (state) => ({
         ...state,
         outcome: 'committed',
@@ -623,12 +708,7 @@ describe("when a settled action's stored state is rewritten to an unknown record
         result_digest: null,
       }));
       // Its columns left as the journal wrote them for the settled action: resolved, so no lane loads the row.
-      const db = new Database(t.path);
-      try {
-        db.prepare('UPDATE actions SET resolved_at_ms = updated_at_ms WHERE action_id = ?').run(id);
-      } finally {
-        db.close();
-      }
+      onFile(t, 'UPDATE actions SET resolved_at_ms = updated_at_ms WHERE action_id = ?', id);
     });
     // Its columns read resolved: not a row recovery or a lane reads.
     expect(refuted).toEqual([]);

@@ -38,6 +38,11 @@ export interface LogFacts {
   readonly last_seq: number | null;
   /** Whether a person abandoned it (an ABANDONED header): never undone by a later event. */
   readonly abandoned: boolean;
+  /**
+   * The outcome its last header naming one names (core eventOutcomeHeader, headers since journal schema 25): the
+   * outcome its fold reads, as no later event changes it. Null where no header names one (none written since 25).
+   */
+  readonly outcome: string | null;
   /** The session, ticket and lane its admission's header (ACTION_ACCEPTED, its first) names; null without one. */
   readonly session_id: string | null;
   readonly ticket: number | null;
@@ -58,6 +63,8 @@ export interface LogFacts {
  * - `CLASSIFIED`: the row reads unclassified where the log classified the action after its last dispatch (or before any);
  * - `ADMISSION`: the row names another session, ticket or lane than the action's admission header, or the headers
  *   disagree among themselves (one inserted);
+ * - `OUTCOME`: the row says another outcome than the last header naming one (since journal schema 25): a recorded
+ *   unknown rewritten to read committed, say;
  * - `ABANDONED`: the row says abandoned where the log holds no ABANDONED, or not where it does;
  * - `LAST_EVENT`: the row agrees on those, but was folded to another last event than the log's (a copy taken earlier);
  * - `SEALED_EVENTS`: the headers agree, but the action's own events, opened, fold to another outcome or do not
@@ -68,6 +75,7 @@ export type LogHolds =
   | 'DISPATCH_STARTED_UNCLASSIFIED'
   | 'CLASSIFIED'
   | 'ADMISSION'
+  | 'OUTCOME'
   | 'ABANDONED'
   | 'LAST_EVENT'
   | 'SEALED_EVENTS';
@@ -80,6 +88,7 @@ export const logHoldsWords: Readonly<Record<LogHolds, string>> = {
     'it says an outcome was recorded, or is gone; the log holds a DISPATCH_STARTED with no outcome recorded after it',
   CLASSIFIED: 'it says no outcome was recorded; the log holds one',
   ADMISSION: "it names another session, ticket or lane than the log's admission",
+  OUTCOME: "it says another outcome than the log's last header naming one",
   ABANDONED: 'it says abandoned where the log does not, or the other way round',
   LAST_EVENT: 'it was folded to another last event than the log holds (an earlier copy written back?)',
   SEALED_EVENTS: "it says another outcome than the action's own events, or they do not authenticate",
@@ -96,12 +105,17 @@ export function inFlightByLog(facts: Pick<LogFacts, 'last_dispatch' | 'last_clas
  * always agrees: `dispatch_seq` is the first DISPATCH_STARTED's seq (never folded back to null), after which the outcome
  * is never null or not_attempted; `recorded` is false exactly from a DISPATCH_STARTED (or the admission) until the next
  * event of a classified kind (core applyClassification), the outcome unknown while dispatched and unrecorded and null
- * while neither; session, ticket and lane are the admission's; `abandoned` only an ABANDONED sets; `last_seq` is the
- * last event folded. `row` undefined: the row is gone; only a log that shows the action in flight refutes that
- * (recovery had no row to read before either).
+ * while neither; session, ticket and lane are the admission's; the outcome is the last one a header names (where one
+ * does: since journal schema 25); `abandoned` only an ABANDONED sets; `last_seq` is the
+ * last event folded. `row` undefined: the row is gone; only a log that shows the action in flight, or last left it
+ * unknown and not abandoned, refutes that (recovery had no row to read before either).
  */
 export function rowRefutation(row: ActionState | undefined, facts: LogFacts): LogHolds | undefined {
-  if (row === undefined) return inFlightByLog(facts) ? 'DISPATCH_STARTED_UNCLASSIFIED' : undefined;
+  if (row === undefined) {
+    if (inFlightByLog(facts)) return 'DISPATCH_STARTED_UNCLASSIFIED';
+    // A recorded unknown nobody abandoned: its lane's head while the row stood.
+    return facts.outcome === 'unknown' && !facts.abandoned ? 'OUTCOME' : undefined;
+  }
   const dispatched = row.dispatch_seq !== null;
   if (row.dispatch_seq !== facts.first_dispatch) return 'DISPATCH_STARTED';
   if (dispatched && (row.outcome === null || row.outcome === 'not_attempted')) return 'DISPATCH_STARTED';
@@ -116,6 +130,7 @@ export function rowRefutation(row: ActionState | undefined, facts: LogFacts): Lo
     row.lane !== facts.lane
   )
     return 'ADMISSION';
+  if (facts.outcome !== null && row.outcome !== facts.outcome) return 'OUTCOME';
   if (row.abandoned !== facts.abandoned) return 'ABANDONED';
   return row.last_seq === facts.last_seq ? undefined : 'LAST_EVENT';
 }

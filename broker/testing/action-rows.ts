@@ -69,6 +69,22 @@ export function rewriteActionRow(
 }
 
 /**
+ * A state made to read as if the remote's complete answer had been recorded (committed, succeeded): what another
+ * process of the user writes over a recorded unknown's row to free the lane it heads (rewriteActionRow's `edit`).
+ */
+export function readsCommitted(state: ActionState): ActionState {
+  return {
+    ...state,
+    outcome: 'committed',
+    code: null,
+    effect: 'succeeded',
+    retry: 'never',
+    outcome_basis: 'complete_response',
+    source: 'remote_response',
+  };
+}
+
+/**
  * A state made to read as a restart before its dispatch would have closed it (not_attempted, never sent): what another
  * process of the user writes over a dispatched action's row to have it sent again (rewriteActionRow's `edit`).
  */

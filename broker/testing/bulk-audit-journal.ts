@@ -11,10 +11,12 @@ import {
   encodeCheckpointMessage,
   encodeFrontier,
   encodeLeaf,
+  eventOutcomeHeader,
   frontierRoot,
   leafHash,
 } from '../core/index.js';
 import { encryptPayload, newRunKey, NoncePool, sealRunKey, sha256 } from '../journal/event-cipher.js';
+import { sealedBodyOf } from '../journal/audit-writer.js';
 import { Journal } from '../journal/index.js';
 import { systemClock } from '../ports/index.js';
 import { actionPaths } from './action-paths.js';
@@ -55,7 +57,8 @@ export async function writeBulkAuditJournal(dbPath: string, count: number): Prom
       sealRunKey(key, box.publicKey),
     );
     const insert = db.prepare(
-      `INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash) VALUES (?, ?, ?, 'ses_bench', ?, 'lane-a', ?, 2, ?, ?, ?)`,
+      `INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, outcome, nonce, ciphertext, leaf_hash)
+        VALUES (?, ?, ?, 'ses_bench', ?, 'lane-a', ?, 2, ?, ?, ?, ?)`,
     );
     const checkpoint = db.prepare(
       `INSERT INTO checkpoints (size, root, at_ms, reason, signature) VALUES (?, ?, ?, 'interval', ?)`,
@@ -79,6 +82,7 @@ export async function writeBulkAuditJournal(dbPath: string, count: number): Prom
               lane: 'lane-a',
               kind: e.kind,
               run: 2,
+              outcome: eventOutcomeHeader(e),
             }),
             'utf8',
           );
@@ -87,11 +91,11 @@ export async function writeBulkAuditJournal(dbPath: string, count: number): Prom
             key,
             nonce,
             encodeAssociatedData(seq, header),
-            Buffer.from(JSON.stringify({ payload: e.payload }), 'utf8'),
+            Buffer.from(JSON.stringify(sealedBodyOf(e)), 'utf8'),
           );
           const leaf = leafHash(sha256, encodeLeaf(seq, header, nonce, ct));
           frontier = appendLeaf(sha256, frontier, leaf);
-          insert.run(seq, seq, e.action_id, ticket, e.kind, nonce, ct, leaf);
+          insert.run(seq, seq, e.action_id, ticket, e.kind, eventOutcomeHeader(e), nonce, ct, leaf);
           if (seq % bulkCheckpointEvery === 0) {
             const root = frontierRoot(sha256, frontier);
             const message = encodeCheckpointMessage(domain, seq, root, seq);

@@ -49,7 +49,7 @@ describe('migration 024: recovery learns from the log which actions were in flig
       const rows = (): unknown => db.prepare('SELECT * FROM events ORDER BY seq').all();
       const before = rows();
 
-      expect(migrate(db, journalMigrations)).toBe(migration024DispatchMarks.version);
+      expect(migrate(db, journalMigrations.slice(0, 24))).toBe(migration024DispatchMarks.version);
       expect(schemaVersion(db)).toBe(24);
       expect(plan(db)).toMatch(/^SCAN events USING COVERING INDEX events_dispatch_marks$/m);
       expect(rows()).toEqual(before);

@@ -23,6 +23,7 @@ import { migration021OutcomeFilterSettled } from './021-outcome-filter-settled.j
 import { migration022RateCountsSettled } from './022-rate-counts-settled.js';
 import { migration023IdempotencyKeysByExpiry } from './023-idempotency-keys-by-expiry.js';
 import { migration024DispatchMarks } from './024-dispatch-marks.js';
+import { migration025OutcomeHeaders } from './025-outcome-headers.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -50,4 +51,5 @@ export const journalMigrations: readonly Migration[] = [
   migration022RateCountsSettled,
   migration023IdempotencyKeysByExpiry,
   migration024DispatchMarks,
+  migration025OutcomeHeaders,
 ];
