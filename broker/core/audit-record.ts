@@ -7,8 +7,9 @@
  *
  * The header is the row's plaintext columns as canonical JSON (auditHeaderText), so changing any
  * column of a row changes its leaf. Since journal schema 25 an event that sets its action's outcome carries that
- * outcome as an eighth element (the `outcome` column); every other row's header is the seven elements it always was. The same `u64be(seq) || header` is the AEAD associated data,
- * so a ciphertext moved to another row also fails to decrypt.
+ * outcome as an eighth element (the `outcome` column); every other row's header is the seven elements it always was.
+ * The same `u64be(seq) || header` is the AEAD associated data, so a ciphertext moved to another row also fails to
+ * decrypt.
  */
 export interface AuditHeaderFields {
   readonly at_ms: number;

@@ -37,7 +37,7 @@ import {
 } from './snapshot-sql.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
 import { dispatchMarkKindsSql } from './migrations/024-dispatch-marks.js';
-import { outcomeMarksWhereSql } from './migrations/025-outcome-headers.js';
+import { eventsHaveOutcomeColumn, outcomeMarksWhereSql } from './migrations/025-outcome-headers.js';
 import type { LogFacts } from './recovery.js';
 import type { BoundBinding } from './idempotency-book.js';
 
@@ -630,9 +630,7 @@ export class JournalStore implements AuditStore {
 
   /** Whether the events carry outcome headers (schema 25 on; a migration test's journal may stop before it). */
   private outcomeHeaders(): boolean {
-    this.outcomeColumn ??= (
-      this.db.prepare(`SELECT name FROM pragma_table_info('events')`).all() as Array<{ name: string }>
-    ).some((column) => column.name === 'outcome');
+    this.outcomeColumn ??= eventsHaveOutcomeColumn(this.db);
     return this.outcomeColumn;
   }
 

@@ -106,9 +106,9 @@ export function inFlightByLog(facts: Pick<LogFacts, 'last_dispatch' | 'last_clas
  * is never null or not_attempted; `recorded` is false exactly from a DISPATCH_STARTED (or the admission) until the next
  * event of a classified kind (core applyClassification), the outcome unknown while dispatched and unrecorded and null
  * while neither; session, ticket and lane are the admission's; the outcome is the last one a header names (where one
- * does: since journal schema 25); `abandoned` only an ABANDONED sets; `last_seq` is the
- * last event folded. `row` undefined: the row is gone; only a log that shows the action in flight, or last left it
- * unknown and not abandoned, refutes that (recovery had no row to read before either).
+ * does: since journal schema 25); `abandoned` only an ABANDONED sets; `last_seq` is the last event folded. `row`
+ * undefined: the row is gone; only a log that shows the action in flight, or last left it unknown and not abandoned,
+ * refutes that (recovery had no row to read before either).
  */
 export function rowRefutation(row: ActionState | undefined, facts: LogFacts): LogHolds | undefined {
   if (row === undefined) {

@@ -1,7 +1,14 @@
+import type { Database } from 'better-sqlite3';
 import type { Migration } from '../migration.js';
 
 /** Which header rows the outcome marks index holds: every one that names an outcome, and every ABANDONED. */
 export const outcomeMarksWhereSql = `outcome IS NOT NULL OR kind = 'ABANDONED'`;
+
+/** Whether the events table has the outcome header column (schema 25 on; a migration test's journal may stop before). */
+export function eventsHaveOutcomeColumn(db: Database): boolean {
+  const columns = db.prepare(`SELECT name FROM pragma_table_info('events')`).all() as Array<{ name: string }>;
+  return columns.some((column) => column.name === 'outcome');
+}
 
 /**
  * An event's plaintext header gains the outcome its action folds to at that event, where the event sets one (core
@@ -24,9 +31,8 @@ export const migration025OutcomeHeaders: Migration = {
   version: 25,
   name: 'outcome-headers',
   up(db) {
-    const columns = db.prepare(`SELECT name FROM pragma_table_info('events')`).all() as Array<{ name: string }>;
     // A journal set back to an older version by hand (as the older migrations' tests do) keeps its column.
-    if (!columns.some((column) => column.name === 'outcome')) db.exec(`ALTER TABLE events ADD COLUMN outcome TEXT`);
+    if (!eventsHaveOutcomeColumn(db)) db.exec(`ALTER TABLE events ADD COLUMN outcome TEXT`);
     db.exec(
       `CREATE INDEX IF NOT EXISTS events_outcome_marks ON events (action_id, seq, kind, outcome)
         WHERE ${outcomeMarksWhereSql}`,
