@@ -106,6 +106,25 @@ async function expectPersonReleasesLane(journal: Journal, id: string): Promise<v
   expect(journal.listLane('lane-a')).toEqual([]);
 }
 
+/**
+ * A held action while the vault is locked: its ticket stands in lane-a and a person's `decision` on it is refused, never
+ * folded over the refuted row; then the vault unlocks, what the unlock appends commits, and nothing is held any more.
+ */
+async function heldUntilTheUnlock(
+  journal: Journal,
+  vault: TempJournal['vault'],
+  id: string,
+  decision: 'CANCELLED' | 'ABANDONED',
+): Promise<void> {
+  expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+  await expect(
+    journal.append({ kind: decision, action_id: id, payload: { actor: person, reason: 'stuck' } } as NewEvent),
+  ).rejects.toThrow(/its row was found rewritten at this start/);
+  vault.unlock();
+  await settle(journal);
+  expect(journal.heldActions()).toEqual([]);
+}
+
 describe("when an action's row is written back to a copy from before its DISPATCH_STARTED while no broker runs (THREAT-MODEL)", () => {
   it('recovery holds it (no not_attempted, its lane blocked, nothing folded over the row) and says which row the log refutes; at the unlock its own events decide: unknown', async () => {
     const id = 'act_replayed_0001';
@@ -118,16 +137,9 @@ describe("when an action's row is written back to a copy from before its DISPATC
     expect(refuted).toEqual([{ action_id: id, row_stage: 'credential_authorized', log_holds: 'DISPATCH_STARTED' }]);
     expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
     expect(journal.heldActions()).toEqual([id]);
-    // Its ticket still holds the lane: the next write on lane-a waits.
-    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
-    // No decision is folded over the refuted row while the action's own events cannot be read.
-    await expect(
-      journal.append({ kind: 'CANCELLED', action_id: id, payload: { actor: person, reason: 'stuck' } } as NewEvent),
-    ).rejects.toThrow(/its row was found rewritten at this start/);
-
-    vault.unlock();
-    await settle(journal);
-    expect(journal.heldActions()).toEqual([]);
+    // Its ticket still holds the lane (the next write on lane-a waits), and no decision is folded over the refuted row
+    // while the action's own events cannot be read.
+    await heldUntilTheUnlock(journal, vault, id, 'CANCELLED');
     const recovered = recoveredAfter(journal, id, lastSeq);
     expect(recovered.map((e) => [e.kind, e.classification?.outcome, e.classification?.outcome_basis])).toEqual([
       ['OUTCOME_RECORDED', 'unknown', 'broker_restart_after_dispatch'],
@@ -362,14 +374,7 @@ describe('when an action in flight at a crash has its row rewritten to read sett
     // Dispatched at the log's DISPATCH_STARTED (so an SSH recording's never-sent seal, unsentCast, is refused too).
     expect(held.dispatch_seq).toBe(dispatchSeqOf(t.path, id));
     // Its ticket still holds its lane.
-    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
-    await expect(
-      journal.append({ kind: 'CANCELLED', action_id: id, payload: { actor: person, reason: 'stuck' } } as NewEvent),
-    ).rejects.toThrow(/its row was found rewritten at this start/);
-
-    vault.unlock();
-    await settle(journal);
-    expect(journal.heldActions()).toEqual([]);
+    await heldUntilTheUnlock(journal, vault, id, 'CANCELLED');
     expect(recoveredAfter(journal, id, lastSeq).map((e) => e.classification?.outcome_basis)).toEqual([
       'broker_restart_after_dispatch',
     ]);
@@ -545,15 +550,8 @@ describe("when a recorded unknown's row is edited to read committed, every other
     // The premise: the row reads settled and resolved, so no column of it says in flight or waiting.
     expect(refuted).toEqual([{ action_id: id, row_stage: 'request_sent', log_holds: 'OUTCOME' }]);
     expect(journal.heldActions()).toEqual([id]);
-    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
     expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', retry: 'reconcile', recorded: true });
-    await expect(
-      journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'stuck' } }),
-    ).rejects.toThrow(/its row was found rewritten at this start/);
-
-    vault.unlock();
-    await settle(journal);
-    expect(journal.heldActions()).toEqual([]);
+    await heldUntilTheUnlock(journal, vault, id, 'ABANDONED');
     // Recorded already: the unlock appends nothing over it, and reads answer its own fold.
     expect(recoveredAfter(journal, id, lastSeq)).toEqual([]);
     expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: true, code: 'REMOTE_OUTCOME_UNKNOWN' });
