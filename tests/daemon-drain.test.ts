@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Journal } from '../broker/journal/index.js';
 import { systemClock } from '../broker/ports/index.js';
+import { openVault } from '../broker/vault/index.js';
 import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
 import { DrillAgent } from './support/drill-agent.js';
 
@@ -44,12 +45,22 @@ async function start(prefix: string): Promise<{ arrived: Promise<void> }> {
   return { arrived };
 }
 
-async function recordAfterRestart(dataDir: string, actionId: string) {
-  const journal = await Journal.open({ dataDir, clock: systemClock });
+/**
+ * The next start's record of the action, its vault unlocked as a daemon started with its passphrase does: a GET's
+ * restart record advises a retry (idempotent), which is taken from its own sealed events, so it waits for the unlock.
+ */
+async function recordAfterRestart(daemon: BearerRouteDaemon, actionId: string) {
+  const vault = await openVault({ dataDir: daemon.dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   try {
-    return { state: journal.getAction(actionId), kinds: [...journal.subjectKinds(actionId)] };
+    await vault.unlock(Buffer.from(daemon.passphrase));
+    const journal = await Journal.open({ dataDir: daemon.dataDir, clock: systemClock, vault });
+    try {
+      return { state: journal.getAction(actionId), kinds: [...journal.subjectKinds(actionId)] };
+    } finally {
+      await journal.close();
+    }
   } finally {
-    await journal.close();
+    await vault.close();
   }
 }
 
@@ -65,7 +76,7 @@ describe('SIGTERM while an http_request is dispatched', () => {
     expect(JSON.stringify(reply.structuredContent)).toContain('"status":200');
     expect(await exit).toEqual({ code: 0, signal: null });
     const actionId = reply.structuredContent?.invocation_id ?? '';
-    const { state, kinds } = await recordAfterRestart((running as BearerRouteDaemon).dataDir, actionId);
+    const { state, kinds } = await recordAfterRestart(running as BearerRouteDaemon, actionId);
     expect(kinds).toContain('RESULT_COMMITTED');
     expect(state).toMatchObject({ outcome: 'committed', code: null });
     expect(daemon.stderr).not.toMatch(/journal is closed|"level":50/);
@@ -88,10 +99,10 @@ describe('SIGTERM while an http_request is dispatched', () => {
     // The shim answers the cut call itself, naming the action the broker told it about.
     const actionId = ((await lost) as { data?: { action_id?: string } }).data?.action_id ?? '';
     expect(actionId).not.toBe('');
-    const { state, kinds } = await recordAfterRestart((running as BearerRouteDaemon).dataDir, actionId);
+    const { state, kinds } = await recordAfterRestart(running as BearerRouteDaemon, actionId);
     expect(kinds).toContain('DISPATCH_STARTED');
     expect(kinds).not.toContain('RESULT_COMMITTED');
-    expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED' });
+    expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'backoff' });
     expect(daemon.stderr).toContain('still in flight');
     expect(daemon.stderr).not.toMatch(/journal is closed|"level":50/);
   }, 60_000);

@@ -685,3 +685,32 @@ describe("a restart after another process rewrote a recorded unknown's row to re
     expect(t.effectsOf(post.body)).toBe(1);
   }, 120_000);
 });
+
+describe("a restart after another process rewrote an in-flight POST's row to say it is idempotent", () => {
+  it('10. the restart record takes the retry from its own events (a same-key retry while its key lasts), never the backoff the row would advise; the log warns; the target saw one request', async () => {
+    const { t, rig, id } = await killedWithRequestAtTarget('row-says-idempotent');
+    // A POST under a declared key: the row made to claim what would advise sending it again with no key at all.
+    rewriteActionRow(path.join(rig.dataDir, 'journal.sqlite'), id, (state) => ({ ...state, idempotent: true }));
+
+    const restarted = await rig.start();
+    const recovered = await waitFor(
+      () => rig.show(id),
+      (s) => s.state.recorded,
+      'the restart record, written at the unlock from its own events',
+    );
+    expect(recovered.state).toMatchObject({
+      outcome: 'unknown',
+      code: 'BROKER_RESTARTED',
+      outcome_basis: 'broker_restart_after_dispatch',
+      retry: 'same_idempotency_key',
+    });
+    // One restart record, folded into the retry above.
+    expect(recovered.events.filter((e) => e.kind === 'OUTCOME_RECORDED').map((e) => e.code)).toEqual([
+      'BROKER_RESTARTED',
+    ]);
+    expect(restarted.process.stdout + restarted.process.stderr).toContain(
+      "has a row that differs from its own events: it says idempotent, or names an idempotency key's expiry",
+    );
+    expect(t.requests).toHaveLength(1);
+  }, 120_000);
+});

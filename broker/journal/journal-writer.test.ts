@@ -314,13 +314,15 @@ describe('on a writer thread (JournalOpenOptions.writerThread)', () => {
 
   it('every batch on the thread: the same workload leaves the same tables, audit tables, events and outcomes as the inline writer', async () => {
     const inline = await runWorkload();
-    // On the loop's own JournalWriter, only recovery's commits at open: every other batch and op went to the thread.
+    // On the loop's own JournalWriter, only recovery's commits at open: every other batch and op went to the thread,
+    // the records recovery deferred to the unlock among them (an idempotent action's: restartRetryRestsOnRow).
     const onLoop = vi.spyOn(JournalWriter.prototype, 'commit');
     const opsOnLoop = vi.spyOn(JournalWriter.prototype, 'write');
     const threaded = await runWorkload({ writerThread: true, threadBatchEventsMin: 1 });
-    expect(onLoop.mock.calls.flatMap(([batch]) => batch.events).map((e) => e.kind)).toEqual(
-      Array.from({ length: threaded.recovered }, () => 'OUTCOME_RECORDED'),
-    );
+    const kindsOnLoop = onLoop.mock.calls.flatMap(([batch]) => batch.events).map((e) => e.kind);
+    expect(kindsOnLoop.length).toBeGreaterThan(0);
+    expect(kindsOnLoop.length).toBeLessThanOrEqual(threaded.recovered);
+    expect(kindsOnLoop).toEqual(kindsOnLoop.map(() => 'OUTCOME_RECORDED'));
     expect(opsOnLoop).not.toHaveBeenCalled();
     expect(threaded.outcomes).toEqual(inline.outcomes);
     expect(threaded).toEqual(inline);

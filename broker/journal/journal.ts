@@ -67,6 +67,7 @@ import {
 import {
   recoveryEvent,
   refutedRowState,
+  restartRetryRestsOnRow,
   rowRefutation,
   unfoldableRecoveryEvent,
   logHoldsWords,
@@ -301,7 +302,10 @@ export interface JournalStats {
   readonly events: number;
   readonly last_seq: number;
   readonly schema_version: number;
-  /** Actions that recovery at open classified (DESIGN.md §2 restart rules). */
+  /**
+   * Actions that recovery at open classified (DESIGN.md §2 restart rules), those it deferred to the unlock (their retry
+   * resting on their own sealed events: recovery.ts restartRetryRestsOnRow) counted from the unlock that records them.
+   */
   readonly recovered_at_open: number;
   /** Transactions that made at least one event durable. */
   readonly commits: number;
@@ -485,6 +489,14 @@ export class Journal implements BesideWriter {
   private readonly heldStates = new Map<string, ActionState>();
   /** Held actions whose events never fold, while recoverHeld's close of them commits: the state it folds over. */
   private readonly heldClosing = new Map<string, ActionState>();
+  /**
+   * Actions a previous run left in flight whose restart record waits for their own sealed events (recover): their rows
+   * agree with the log, but the retry they would be advised rests on columns no header proves (recovery.ts
+   * restartRetryRestsOnRow). recoverHeld records them at the unlock; until then they read as their rows do, in flight.
+   */
+  private readonly deferredAtOpen = new Set<string>();
+  /** What the last unlock's recovery appended, settled: Journal.open waits for it when the vault opened unlocked. */
+  private unlockRecoveries: Promise<unknown> = Promise.resolve();
   /** Rows a read found refuted (checkedRow), told once each. Bounded below. */
   private readonly refutedOnRead = new Set<string>();
   /**
@@ -635,6 +647,8 @@ export class Journal implements BesideWriter {
         throw error;
       }
     }
+    // A vault unlocked already: the records recovery deferred to it are durable before anyone reads.
+    await journal.unlockRecoveries;
     return journal;
   }
 
@@ -2419,9 +2433,29 @@ export class Journal implements BesideWriter {
    * once their lanes may move.
    */
   private recoverHeld(): void {
-    if (this.heldAtOpen.size === 0 || this.state !== 'open') return;
+    if ((this.heldAtOpen.size === 0 && this.deferredAtOpen.size === 0) || this.state !== 'open') return;
     const moved: string[] = [];
     const appends: Array<Promise<string>> = [];
+    for (const id of [...this.deferredAtOpen]) {
+      const fold = this.heldFold(id);
+      if (fold === 'unreadable') continue;
+      this.deferredAtOpen.delete(id);
+      const event = this.deferredRecoveryEvent(id, fold);
+      if (event === undefined) continue;
+      // Counted as queued (a status read right after the unlock sees it), uncounted if it is not recorded.
+      this.recoveredAtOpen += 1;
+      appends.push(
+        this.append(validateNewEvent(event)).then(
+          () => id,
+          (error: unknown) => {
+            // Not recorded (the journal closing, or failed): the next unlock, or the next open, tries again.
+            this.recoveredAtOpen -= 1;
+            this.deferredAtOpen.add(id);
+            throw error;
+          },
+        ),
+      );
+    }
     for (const [id, holds] of [...this.heldAtOpen]) {
       const fold = this.heldFold(id);
       if (fold === 'unreadable') continue;
@@ -2477,6 +2511,33 @@ export class Journal implements BesideWriter {
         (id) => this.tellHeldRecovered([id]),
         () => undefined,
       );
+    this.unlockRecoveries = Promise.allSettled(appends);
+  }
+
+  /**
+   * The restart record of an action recovery deferred to the unlock (deferredAtOpen), from its own events' fold: the
+   * retry classifyRestart advises from what they say of its idempotency and key, never from the row's columns (told
+   * RETRY_BASIS where those differ). Where its events do not fold (a header row inserted, a run's key lost for good),
+   * nothing proves either, so it closes as a held action's unfoldable events do: unknown, `reconcile`.
+   */
+  private deferredRecoveryEvent(id: string, fold: ActionState | 'unfoldable'): NewEvent | undefined {
+    const row = this.store.loadState(id);
+    if (fold !== 'unfoldable') {
+      if (row !== undefined && (row.idempotent !== fold.idempotent || row.key_expires_at_ms !== fold.key_expires_at_ms))
+        this.tellActionRowRefuted({ action_id: id, row_stage: row.stage, log_holds: 'RETRY_BASIS' });
+      return recoveryEvent(fold, this.clock.nowMs(), this.recoveredJournal);
+    }
+    if (row === undefined) return undefined;
+    this.tellActionRowRefuted({ action_id: id, row_stage: row.stage, log_holds: 'SEALED_EVENTS', events_fold: false });
+    return unfoldableRecoveryEvent(row, this.clock.nowMs());
+  }
+
+  /**
+   * Actions a previous run left in flight whose restart record waits for the unlock (deferredAtOpen): the retry they
+   * may be advised rests on their own sealed events. They read in flight (unknown, nothing recorded) meanwhile.
+   */
+  deferredRecoveries(): readonly string[] {
+    return [...this.deferredAtOpen];
   }
 
   /**
@@ -2575,6 +2636,11 @@ export class Journal implements BesideWriter {
       // to read resolved, would have left a blocked head out of its lane.
       this.laneTickets?.drop(id);
       this.laneTickets?.moved(state);
+      // Idempotent, or a key's expiry: what a restart may advise rests on what no header proves, so on its own events.
+      if (restartRetryRestsOnRow(state)) {
+        this.deferredAtOpen.add(id);
+        continue;
+      }
       const event = recoveryEvent(state, this.clock.nowMs(), found);
       if (event !== undefined) events.push(validateNewEvent(event));
     }

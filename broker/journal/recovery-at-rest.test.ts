@@ -756,3 +756,144 @@ describe("when a recorded unknown head's row is rewritten to list it in another 
     expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
   });
 });
+
+/** The restart record recovery appended for the action after the crashed run's last event: its classification. */
+function restartRecordOf(journal: Journal, id: string, lastSeq: number): JournalEvent['classification'][] {
+  return recoveredAfter(journal, id, lastSeq).map((event) => event.classification);
+}
+
+/** Recovery appended one restart record for the action after `lastSeq`: unknown, advising `retry`. */
+function expectRestartRecord(journal: Journal, id: string, lastSeq: number, retry: string): void {
+  expect(restartRecordOf(journal, id, lastSeq)).toEqual([
+    expect.objectContaining({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry }),
+  ]);
+}
+
+/** An action in flight at a crash: sent, nothing heard back (its path up to its first attempt's REQUEST_SENT). */
+const inFlight = (path: readonly NewEvent[]): NewEvent[] => path.slice(0, dispatchAt(path) + 2);
+
+describe("when an in-flight POST's row is rewritten to say idempotent, or to hold a live key, while no broker runs (THREAT-MODEL)", () => {
+  it('no restart record is taken from the row at open (it reads in flight); at the unlock its own events decide the retry: reconcile, never backoff, and the rewrite is told', async () => {
+    const id = 'act_forgedidem_0001';
+    // A POST: not idempotent, no key. The row then claims idempotent, which would advise `backoff` (send it again).
+    const { journal, vault, refuted, lastSeq } = await crashedThenRewritten(
+      id,
+      inFlight(actionPaths.httpApproved(id)),
+      (t) => rewriteActionRow(t.path, id, (state) => ({ ...state, idempotent: true })),
+    );
+    // Its row agrees with every header: nothing refuted, nothing held, and nothing recorded over it yet.
+    expect(refuted).toEqual([]);
+    expect(journal.heldActions()).toEqual([]);
+    expect(journal.deferredRecoveries()).toEqual([id]);
+    expect(restartRecordOf(journal, id, lastSeq)).toEqual([]);
+    expect(journal.stats().recovered_at_open).toBe(0);
+    // In flight, as its DISPATCH_STARTED leaves it: unknown, no advice, and the head of its lane.
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: false, retry: null });
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+
+    vault.unlock();
+    await settle(journal);
+    expectRestartRecord(journal, id, lastSeq, 'reconcile');
+    expect(refuted).toEqual([{ action_id: id, row_stage: 'request_sent', log_holds: 'RETRY_BASIS' }]);
+    expect(journal.deferredRecoveries()).toEqual([]);
+    expect(journal.stats().recovered_at_open).toBe(1);
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: true, retry: 'reconcile' });
+    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+  });
+
+  it("a key's expiry written into the row of a POST that bound none: reconcile, never a same-key retry", async () => {
+    const id = 'act_forgedkey_0001';
+    let expiry = 0;
+    const { journal, vault, refuted, lastSeq } = await crashedThenRewritten(
+      id,
+      inFlight(actionPaths.httpApproved(id)),
+      (t) => {
+        expiry = t.clock.nowMs() + 3_600_000;
+        rewriteActionRow(t.path, id, (state) => ({ ...state, key_expires_at_ms: expiry }));
+      },
+    );
+    expect(journal.deferredRecoveries()).toEqual([id]);
+    expect(restartRecordOf(journal, id, lastSeq)).toEqual([]);
+    vault.unlock();
+    await settle(journal);
+    expectRestartRecord(journal, id, lastSeq, 'reconcile');
+    expect(refuted.map((r) => r.log_holds)).toEqual(['RETRY_BASIS']);
+  });
+
+  it('an honest idempotent action in flight waits for the unlock the same way, and is then advised backoff, nothing told', async () => {
+    const id = 'act_honestidem_0001';
+    const { journal, vault, refuted, lastSeq } = await crashedThenRewritten(
+      id,
+      inFlight(actionPaths.deadlineInFlight(id)),
+      () => undefined,
+    );
+    expect(journal.deferredRecoveries()).toEqual([id]);
+    expect(restartRecordOf(journal, id, lastSeq)).toEqual([]);
+    vault.unlock();
+    await settle(journal);
+    expectRestartRecord(journal, id, lastSeq, 'backoff');
+    expect(refuted).toEqual([]);
+    expect(journal.stats().recovered_at_open).toBe(1);
+  });
+
+  it('a POST in flight whose row claims neither is recorded at open as before: reconcile rests on nothing the row says', async () => {
+    const id = 'act_plainpost_0001';
+    const { journal, lastSeq } = await crashedThenRewritten(
+      id,
+      inFlight(actionPaths.httpApproved(id)),
+      () => undefined,
+    );
+    expect(journal.deferredRecoveries()).toEqual([]);
+    expectRestartRecord(journal, id, lastSeq, 'reconcile');
+    expect(journal.stats().recovered_at_open).toBe(1);
+  });
+
+  it('opened with the vault unlocked already, the record from its own events is durable once the open returns', async () => {
+    const id = 'act_openunlocked_0001';
+    const t = await openTempJournal();
+    opened.push(t);
+    for (const event of inFlight(actionPaths.httpApproved(id))) await t.journal.append(event);
+    const lastSeq = t.journal.stats().last_seq;
+    await t.journal.close();
+    rewriteActionRow(t.path, id, (state) => ({ ...state, idempotent: true }));
+    const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    opened.push({ ...t, journal, dispose: () => journal.close() });
+    // Committed to the file (another connection's read), not only queued behind the journal's own reads.
+    const reader = new Database(t.path, { readonly: true });
+    const kinds = reader.prepare('SELECT kind FROM events WHERE action_id = ? AND seq > ?').pluck().all(id, lastSeq);
+    reader.close();
+    expect(kinds).toEqual(['OUTCOME_RECORDED']);
+    expect(journal.deferredRecoveries()).toEqual([]);
+    expectRestartRecord(journal, id, lastSeq, 'reconcile');
+    expect(journal.stats().recovered_at_open).toBe(1);
+  });
+
+  it('where its events do not fold at the unlock (a header row inserted, the row made to agree), nothing proves its idempotency: unknown, reconcile', async () => {
+    const id = 'act_idemunfold_0001';
+    let inserted = 0;
+    const { journal, vault, refuted } = await crashedThenRewritten(
+      id,
+      inFlight(actionPaths.deadlineInFlight(id)),
+      (t) => {
+        inserted = insertHeader(t, id, 'CONNECTION_LOST');
+        rewriteActionRow(t.path, id, (state) => ({ ...state, last_seq: inserted }));
+      },
+    );
+    expect(refuted).toEqual([]);
+    expect(journal.deferredRecoveries()).toEqual([id]);
+    vault.unlock();
+    await settle(journal);
+    // After the inserted row, which does not open.
+    expect(restartRecordOf(journal, id, inserted)).toEqual([
+      expect.objectContaining({
+        outcome: 'unknown',
+        retry: 'reconcile',
+        outcome_basis: 'broker_restart_journal_quarantined',
+      }),
+    ]);
+    expect(refuted).toEqual([
+      { action_id: id, row_stage: 'request_sent', log_holds: 'SEALED_EVENTS', events_fold: false },
+    ]);
+    await expectPersonReleasesLane(journal, id);
+  });
+});

@@ -68,7 +68,9 @@ export interface LogFacts {
  * - `ABANDONED`: the row says abandoned where the log holds no ABANDONED, or not where it does;
  * - `LAST_EVENT`: the row agrees on those, but was folded to another last event than the log's (a copy taken earlier);
  * - `SEALED_EVENTS`: the headers agree, but the action's own events, opened, fold to another outcome or do not
- *   authenticate (a read: Journal.checkedRow).
+ *   authenticate (a read: Journal.checkedRow);
+ * - `RETRY_BASIS`: the headers agree, but the row says idempotent, or names a key's expiry, where the action's own
+ *   events, opened at the unlock, say otherwise (a recovery deferred to them: restartRetryRestsOnRow).
  */
 export type LogHolds =
   | 'DISPATCH_STARTED'
@@ -78,7 +80,8 @@ export type LogHolds =
   | 'OUTCOME'
   | 'ABANDONED'
   | 'LAST_EVENT'
-  | 'SEALED_EVENTS';
+  | 'SEALED_EVENTS'
+  | 'RETRY_BASIS';
 
 /** What a row the log refutes says against it, by LogHolds: the journal's refusals and the daemon's warnings. */
 export const logHoldsWords: Readonly<Record<LogHolds, string>> = {
@@ -92,7 +95,21 @@ export const logHoldsWords: Readonly<Record<LogHolds, string>> = {
   ABANDONED: 'it says abandoned where the log does not, or the other way round',
   LAST_EVENT: 'it was folded to another last event than the log holds (an earlier copy written back?)',
   SEALED_EVENTS: "it says another outcome than the action's own events, or they do not authenticate",
+  RETRY_BASIS: "it says idempotent, or names an idempotency key's expiry, where the action's own events do not",
 };
+
+/**
+ * Whether what classifyRestart would advise for an action a previous run left in flight (dispatched, nothing recorded
+ * since) rests on row columns no header proves: `idempotent` (a `backoff`: send it again) or `key_expires_at_ms` (a
+ * same-key retry while the key lasts). Both are plaintext any process of the user can rewrite while no broker runs, and
+ * `idempotent: true` over a POST would have the sealed BROKER_RESTARTED tell its agent that a second send is safe. So
+ * recovery takes them only from the action's own events (Journal.recover defers it to the unlock while they are
+ * sealed). The cautious advice, `reconcile`, rests on nothing the row says, so a row claiming neither is recovered at
+ * open as before.
+ */
+export function restartRetryRestsOnRow(state: ActionState): boolean {
+  return state.dispatch_seq !== null && !state.recorded && (state.idempotent || state.key_expires_at_ms !== null);
+}
 
 /** Whether the log's headers show the action dispatched and not classified since: in flight when the broker stopped. */
 export function inFlightByLog(facts: Pick<LogFacts, 'last_dispatch' | 'last_classified'>): boolean {

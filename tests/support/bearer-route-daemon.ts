@@ -13,6 +13,8 @@ export interface BearerRouteDaemon {
   readonly scratch: string;
   readonly dataDir: string;
   readonly daemon: RunningDaemon;
+  /** The vault's passphrase (test only): what a person types at the unlock. */
+  readonly passphrase: string;
   /** Stops the daemon and the target, and removes the scratch directory. */
   stop(): Promise<void>;
 }
@@ -85,6 +87,7 @@ export async function startBearerRouteDaemon(options: {
     scratch,
     dataDir,
     daemon,
+    passphrase,
     stop: async () => {
       await daemon.process.stop('SIGTERM');
       await new Promise<void>((resolve) => target.close(() => resolve()));
