@@ -714,3 +714,36 @@ describe("a restart after another process rewrote an in-flight POST's row to say
     expect(t.requests).toHaveLength(1);
   }, 120_000);
 });
+
+describe('a locked restart after a keyed POST was killed in flight', () => {
+  it('11. its restart record waits for the unlock (its retry rests on its own events): its card says it was in flight and waits for it; once a person unlocks, unknown with a same-key retry, a blocked head; the target saw one request', async () => {
+    const { t, rig, id } = await killedWithRequestAtTarget('deferred-locked');
+
+    const restarted = await rig.startLocked();
+    expect(restarted.process.stdout + restarted.process.stderr).toContain(
+      'actions in flight when the broker stopped read in flight until the vault unlocks',
+    );
+    // Its events are sealed until the unlock: its card, read from the lane, is what says where it stands.
+    const card = (await laneCards(rig.dataDir, 'route:docs')).find((c) => c.action_id === id);
+    expect(card).toMatchObject({ state: 'dispatching', dispatch_recorded: true, retry_possible: false });
+    expect(card?.text).toContain(
+      'its restart record (unknown, and which retry is safe) is written from its own events',
+    );
+
+    await rig.unlock();
+    const recovered = await waitFor(
+      () => rig.show(id),
+      (s) => s.state.recorded,
+      'the restart record, written at the unlock',
+    );
+    expect(recovered.state).toMatchObject({
+      outcome: 'unknown',
+      code: 'BROKER_RESTARTED',
+      retry: 'same_idempotency_key',
+    });
+    expect(await laneCards(rig.dataDir, 'route:docs')).toContainEqual(
+      expect.objectContaining({ action_id: id, state: 'blocked_head' }),
+    );
+    expect(t.requests).toHaveLength(1);
+  }, 120_000);
+});

@@ -185,12 +185,6 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // not_attempted for what it left open, since it may lack a DISPATCH_STARTED it once held (integrity-anchor.ts).
     anchorGate = integrityAnchorGate({ dataDir: options.dataDir, clock, logger });
     journal = await openJournal(options, clock, anchorGate.judgeBeforeRecovery, logger);
-    const deferred = journal.deferredRecoveries();
-    if (deferred.length > 0)
-      logger.info(
-        { count: deferred.length, action_ids: deferred.slice(0, 20) },
-        'actions in flight when the broker stopped read unknown, in flight, until the vault unlocks: the retry their restart record may advise rests on their own sealed events',
-      );
   } catch (error) {
     lock.release();
     throw error;
@@ -268,7 +262,17 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const dispatchVault = integrity.guardVault(vault);
     // Before unlock: the journal signs checkpoints while unlocked and one last one at each lock.
     journal.attachVault(vault);
-    if (options.vaultPassphrase !== undefined) await vault.unlock(options.vaultPassphrase);
+    if (options.vaultPassphrase !== undefined) {
+      await vault.unlock(options.vaultPassphrase);
+      // Before anyone is served: the restart records the unlock wrote from earlier runs' sealed events are durable.
+      await journal.unlockRecovered();
+    }
+    const deferred = journal.deferredRecoveries();
+    if (deferred.length > 0)
+      logger.warn(
+        { count: deferred.length, action_ids: deferred.slice(0, 20) },
+        'actions in flight when the broker stopped read in flight until the vault unlocks: the retry their restart record may advise rests on their own sealed events',
+      );
 
     // Results are sealed at rest with the journal's run key (migration 009).
     // Its recordings' writes go through the journal's writer thread while it runs (never its lock on the loop).
@@ -708,6 +712,8 @@ function upstreamStatus(config: PosternConfig, upstreams: McpUpstreams): NonNull
 export function actionRowRefutedMessage(report: ActionRowRefuted): string {
   if (report.log_holds === 'RETRY_BASIS')
     return `an action in flight when the broker stopped has a row that differs from its own events: ${logHoldsWords.RETRY_BASIS} (edited while no broker ran?): its restart record advises the retry its own events allow`;
+  if (report.deferred === true)
+    return "an action in flight when the broker stopped has events that do not fold (a row inserted, or its run's key lost for good): closed unknown with retry reconcile, for a person to settle or abandon";
   if (report.events_fold === false)
     return "a held action's own events do not fold (a row inserted, or its run's key lost for good): closed unknown over what the log's headers establish, or left unknown as they do, for a person to settle or abandon";
   const row = report.on_read === true ? "an action's row read now" : "an action's row read at start";

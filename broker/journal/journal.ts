@@ -248,6 +248,11 @@ export interface ActionRowRefuted {
    * closed unknown over the row, as in a quarantined journal (Journal.recoverHeld).
    */
   readonly events_fold?: false;
+  /**
+   * An action whose restart record was deferred to the unlock (Journal.deferredRecoveries), not held: its row agreed
+   * with the headers, and `log_holds` says what its own events, opened at the unlock, found.
+   */
+  readonly deferred?: true;
 }
 
 /** What onSessionRowRefuted is told (ids and statuses only). */
@@ -487,14 +492,19 @@ export class Journal implements BesideWriter {
    * log's headers establish over the row), in getAction and in their lanes. A handful at most.
    */
   private readonly heldStates = new Map<string, ActionState>();
-  /** Held actions whose events never fold, while recoverHeld's close of them commits: the state it folds over. */
+  /**
+   * Held actions whose events never fold, and deferred ones (deferredAtOpen), while recoverHeld's record of them
+   * commits: the state it folds over.
+   */
   private readonly heldClosing = new Map<string, ActionState>();
   /**
    * Actions a previous run left in flight whose restart record waits for their own sealed events (recover): their rows
    * agree with the log, but the retry they would be advised rests on columns no header proves (recovery.ts
    * restartRetryRestsOnRow). recoverHeld records them at the unlock; until then they read as their rows do, in flight.
+   * Each with its state as recovery checked it at open: what its lane holds, and what it closes over if its events never
+   * fold (never its row as it reads at the unlock: another process can rewrite that while the broker runs).
    */
-  private readonly deferredAtOpen = new Set<string>();
+  private readonly deferredAtOpen = new Map<string, ActionState>();
   /** What the last unlock's recovery appended, settled: Journal.open waits for it when the vault opened unlocked. */
   private unlockRecoveries: Promise<unknown> = Promise.resolve();
   /** Rows a read found refuted (checkedRow), told once each. Bounded below. */
@@ -2436,26 +2446,7 @@ export class Journal implements BesideWriter {
     if ((this.heldAtOpen.size === 0 && this.deferredAtOpen.size === 0) || this.state !== 'open') return;
     const moved: string[] = [];
     const appends: Array<Promise<string>> = [];
-    for (const id of [...this.deferredAtOpen]) {
-      const fold = this.heldFold(id);
-      if (fold === 'unreadable') continue;
-      this.deferredAtOpen.delete(id);
-      const event = this.deferredRecoveryEvent(id, fold);
-      if (event === undefined) continue;
-      // Counted as queued (a status read right after the unlock sees it), uncounted if it is not recorded.
-      this.recoveredAtOpen += 1;
-      appends.push(
-        this.append(validateNewEvent(event)).then(
-          () => id,
-          (error: unknown) => {
-            // Not recorded (the journal closing, or failed): the next unlock, or the next open, tries again.
-            this.recoveredAtOpen -= 1;
-            this.deferredAtOpen.add(id);
-            throw error;
-          },
-        ),
-      );
-    }
+    this.recordDeferred(moved, appends);
     for (const [id, holds] of [...this.heldAtOpen]) {
       const fold = this.heldFold(id);
       if (fold === 'unreadable') continue;
@@ -2515,21 +2506,87 @@ export class Journal implements BesideWriter {
   }
 
   /**
+   * recoverHeld's part for the actions whose restart record waited for the unlock (deferredAtOpen): each folded from its
+   * own events, moved into its lane as that fold (or, where the events do not fold, as recovery checked it at open), and
+   * its record appended through the normal commit path. `moved` and `appends` are recoverHeld's.
+   */
+  private recordDeferred(moved: string[], appends: Array<Promise<string>>): void {
+    for (const [id, checked] of [...this.deferredAtOpen]) {
+      const fold = this.heldFold(id);
+      if (fold === 'unreadable') continue;
+      const found = this.deferredRecoveryEvent(id, checked, fold);
+      const event = found === undefined ? undefined : validateNewEvent(found);
+      this.deferredAtOpen.delete(id);
+      // What it folds over from now on, in its lane and in the record's commit (its state cache entry dropped, the
+      // commit reads heldClosing): its own events' fold, so the row's unproven idempotency and key expiry go with it;
+      // where they do not fold, the state checked at open.
+      const over = fold === 'unfoldable' ? checked : fold;
+      this.stateCache.delete(id);
+      this.laneTickets?.drop(id);
+      this.laneTickets?.moved(over);
+      if (event === undefined) {
+        moved.push(id);
+        continue;
+      }
+      this.heldClosing.set(id, over);
+      // Counted as queued (a status read right after the unlock sees it), uncounted if it is not recorded.
+      this.recoveredAtOpen += 1;
+      appends.push(
+        this.append(event).then(
+          () => {
+            this.heldClosing.delete(id);
+            return id;
+          },
+          (error: unknown) => {
+            // Not recorded (the journal closing, or failed): deferred again, in its lane as checked at open.
+            this.heldClosing.delete(id);
+            this.recoveredAtOpen -= 1;
+            this.deferredAtOpen.set(id, checked);
+            this.laneTickets?.drop(id);
+            this.laneTickets?.moved(checked);
+            throw error;
+          },
+        ),
+      );
+    }
+  }
+
+  /**
    * The restart record of an action recovery deferred to the unlock (deferredAtOpen), from its own events' fold: the
    * retry classifyRestart advises from what they say of its idempotency and key, never from the row's columns (told
-   * RETRY_BASIS where those differ). Where its events do not fold (a header row inserted, a run's key lost for good),
-   * nothing proves either, so it closes as a held action's unfoldable events do: unknown, `reconcile`.
+   * RETRY_BASIS where those the row said at open differ). Where its events do not fold (a header row inserted, a run's
+   * key lost for good), nothing proves either, so it closes over the state checked at open as a held action's
+   * unfoldable events do: unknown, `reconcile` (told as such, `deferred`).
    */
-  private deferredRecoveryEvent(id: string, fold: ActionState | 'unfoldable'): NewEvent | undefined {
-    const row = this.store.loadState(id);
+  private deferredRecoveryEvent(
+    id: string,
+    checked: ActionState,
+    fold: ActionState | 'unfoldable',
+  ): NewEvent | undefined {
+    const nowMs = this.clock.nowMs();
     if (fold !== 'unfoldable') {
-      if (row !== undefined && (row.idempotent !== fold.idempotent || row.key_expires_at_ms !== fold.key_expires_at_ms))
-        this.tellActionRowRefuted({ action_id: id, row_stage: row.stage, log_holds: 'RETRY_BASIS' });
-      return recoveryEvent(fold, this.clock.nowMs(), this.recoveredJournal);
+      if (checked.idempotent !== fold.idempotent || checked.key_expires_at_ms !== fold.key_expires_at_ms)
+        this.tellActionRowRefuted({ action_id: id, row_stage: checked.stage, log_holds: 'RETRY_BASIS' });
+      return recoveryEvent(fold, nowMs, this.recoveredJournal);
     }
-    if (row === undefined) return undefined;
-    this.tellActionRowRefuted({ action_id: id, row_stage: row.stage, log_holds: 'SEALED_EVENTS', events_fold: false });
-    return unfoldableRecoveryEvent(row, this.clock.nowMs());
+    this.tellActionRowRefuted({
+      action_id: id,
+      row_stage: checked.stage,
+      log_holds: 'SEALED_EVENTS',
+      events_fold: false,
+      deferred: true,
+    });
+    return unfoldableRecoveryEvent(checked, nowMs);
+  }
+
+  /** Settles once what the last unlock recorded for deferred and held actions committed (or failed). */
+  unlockRecovered(): Promise<void> {
+    return this.unlockRecoveries.then(() => undefined);
+  }
+
+  /** Whether one action's restart record waits for the unlock (deferredRecoveries). */
+  isDeferred(actionId: string): boolean {
+    return this.deferredAtOpen.has(actionId);
   }
 
   /**
@@ -2537,7 +2594,7 @@ export class Journal implements BesideWriter {
    * may be advised rests on their own sealed events. They read in flight (unknown, nothing recorded) meanwhile.
    */
   deferredRecoveries(): readonly string[] {
-    return [...this.deferredAtOpen];
+    return [...this.deferredAtOpen.keys()];
   }
 
   /**
@@ -2637,8 +2694,8 @@ export class Journal implements BesideWriter {
       this.laneTickets?.drop(id);
       this.laneTickets?.moved(state);
       // Idempotent, or a key's expiry: what a restart may advise rests on what no header proves, so on its own events.
-      if (restartRetryRestsOnRow(state)) {
-        this.deferredAtOpen.add(id);
+      if (restartRetryRestsOnRow(state, this.clock.nowMs())) {
+        this.deferredAtOpen.set(id, state);
         continue;
       }
       const event = recoveryEvent(state, this.clock.nowMs(), found);

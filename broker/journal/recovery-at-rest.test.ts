@@ -776,7 +776,7 @@ describe("when an in-flight POST's row is rewritten to say idempotent, or to hol
   it('no restart record is taken from the row at open (it reads in flight); at the unlock its own events decide the retry: reconcile, never backoff, and the rewrite is told', async () => {
     const id = 'act_forgedidem_0001';
     // A POST: not idempotent, no key. The row then claims idempotent, which would advise `backoff` (send it again).
-    const { journal, vault, refuted, lastSeq } = await crashedThenRewritten(
+    const { journal, vault, refuted, lastSeq, t } = await crashedThenRewritten(
       id,
       inFlight(actionPaths.httpApproved(id)),
       (t) => rewriteActionRow(t.path, id, (state) => ({ ...state, idempotent: true })),
@@ -797,8 +797,16 @@ describe("when an in-flight POST's row is rewritten to say idempotent, or to hol
     expect(refuted).toEqual([{ action_id: id, row_stage: 'request_sent', log_holds: 'RETRY_BASIS' }]);
     expect(journal.deferredRecoveries()).toEqual([]);
     expect(journal.stats().recovered_at_open).toBe(1);
-    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: true, retry: 'reconcile' });
-    expect(journal.listLane('lane-a').map((s) => s.action_id)).toEqual([id]);
+    // The record folded over its own events, so the row's claim goes with it: in reads, in its lane, and on the file.
+    expect(journal.getAction(id)).toMatchObject({
+      outcome: 'unknown',
+      recorded: true,
+      retry: 'reconcile',
+      idempotent: false,
+    });
+    expect(journal.listLane('lane-a').map((s) => [s.action_id, s.idempotent])).toEqual([[id, false]]);
+    await journal.close();
+    expect(JSON.parse(String(copyActionRow(t.path, id)['state']))).toMatchObject({ idempotent: false });
   });
 
   it("a key's expiry written into the row of a POST that bound none: reconcile, never a same-key retry", async () => {
@@ -818,6 +826,18 @@ describe("when an in-flight POST's row is rewritten to say idempotent, or to hol
     await settle(journal);
     expectRestartRecord(journal, id, lastSeq, 'reconcile');
     expect(refuted.map((r) => r.log_holds)).toEqual(['RETRY_BASIS']);
+    // No same-key retry is offered or fenced by the forged expiry: the state folds over its own events.
+    expect(journal.getAction(id)).toMatchObject({ key_expires_at_ms: null });
+    expect(journal.listLane('lane-a').map((s) => s.key_expires_at_ms)).toEqual([null]);
+  });
+
+  it('an expiry the row says has passed advises reconcile whatever it says, so it is recorded at open', async () => {
+    const id = 'act_pastkey_0001';
+    const { journal, lastSeq } = await crashedThenRewritten(id, inFlight(actionPaths.httpApproved(id)), (t) =>
+      rewriteActionRow(t.path, id, (state) => ({ ...state, key_expires_at_ms: t.clock.nowMs() - 1 })),
+    );
+    expect(journal.deferredRecoveries()).toEqual([]);
+    expectRestartRecord(journal, id, lastSeq, 'reconcile');
   });
 
   it('an honest idempotent action in flight waits for the unlock the same way, and is then advised backoff, nothing told', async () => {
@@ -892,8 +912,27 @@ describe("when an in-flight POST's row is rewritten to say idempotent, or to hol
       }),
     ]);
     expect(refuted).toEqual([
-      { action_id: id, row_stage: 'request_sent', log_holds: 'SEALED_EVENTS', events_fold: false },
+      { action_id: id, row_stage: 'request_sent', log_holds: 'SEALED_EVENTS', events_fold: false, deferred: true },
     ]);
+    await expectPersonReleasesLane(journal, id);
+  });
+
+  it('its row rewritten again while the broker runs, to read settled, before an unlock at which its events do not fold: it still closes over what recovery checked at open', async () => {
+    const id = 'act_idemlate_0001';
+    let inserted = 0;
+    const { journal, vault, t } = await crashedThenRewritten(id, inFlight(actionPaths.deadlineInFlight(id)), (t) => {
+      inserted = insertHeader(t, id, 'CONNECTION_LOST');
+      rewriteActionRow(t.path, id, (state) => ({ ...state, last_seq: inserted }));
+    });
+    expect(journal.deferredRecoveries()).toEqual([id]);
+    // Another process of the user, while the broker runs: the row made to read committed, recorded.
+    rewriteActionRow(t.path, id, (state) => ({ ...readsCommitted(state), recorded: true }));
+    vault.unlock();
+    await settle(journal);
+    expect(restartRecordOf(journal, id, inserted)).toEqual([
+      expect.objectContaining({ outcome: 'unknown', retry: 'reconcile' }),
+    ]);
+    expect(journal.getAction(id)).toMatchObject({ outcome: 'unknown', recorded: true });
     await expectPersonReleasesLane(journal, id);
   });
 });

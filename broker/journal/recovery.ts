@@ -104,11 +104,13 @@ export const logHoldsWords: Readonly<Record<LogHolds, string>> = {
  * same-key retry while the key lasts). Both are plaintext any process of the user can rewrite while no broker runs, and
  * `idempotent: true` over a POST would have the sealed BROKER_RESTARTED tell its agent that a second send is safe. So
  * recovery takes them only from the action's own events (Journal.recover defers it to the unlock while they are
- * sealed). The cautious advice, `reconcile`, rests on nothing the row says, so a row claiming neither is recovered at
- * open as before.
+ * sealed). The cautious advice, `reconcile`, rests on nothing the row says, so a row claiming neither (no idempotency,
+ * no key inside its expiry at `nowMs`) is recovered at open as before.
  */
-export function restartRetryRestsOnRow(state: ActionState): boolean {
-  return state.dispatch_seq !== null && !state.recorded && (state.idempotent || state.key_expires_at_ms !== null);
+export function restartRetryRestsOnRow(state: ActionState, nowMs: number): boolean {
+  if (state.dispatch_seq === null || state.recorded) return false;
+  // A key past its expiry advises reconcile whatever the row says (an expiry forged into the past only adds caution).
+  return state.idempotent || (state.key_expires_at_ms !== null && nowMs < state.key_expires_at_ms);
 }
 
 /** Whether the log's headers show the action dispatched and not classified since: in flight when the broker stopped. */

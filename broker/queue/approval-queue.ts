@@ -914,9 +914,15 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   /**
    * A held action (its row refuted by the log at this start: Journal.isHeld) is said to be held, not what its row reads
-   * (which would say "next to dispatch" of a request that was sent).
+   * (which would say "next to dispatch" of a request that was sent). One whose restart record waits for the unlock
+   * (Journal.isDeferred) says so: nothing runs it, and a person's attestation waits for that record.
    */
   private told(wait: TicketWait): TicketWait {
+    if (this.journal.isDeferred(wait.action_id))
+      return {
+        ...wait,
+        text: `#${wait.ticket} was in flight when the broker stopped: its restart record (unknown, and which retry is safe) is written from its own events once the vault unlocks`,
+      };
     if (!this.journal.isHeld(wait.action_id)) return wait;
     // Shown as on its way: nothing to decide while held, whatever stage the row reads (its log may hold a dispatch).
     return {
