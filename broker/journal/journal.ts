@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { isDeepStrictEqual } from 'node:util';
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../ports/open-database.js';
 import {
@@ -474,6 +475,8 @@ export class Journal implements BesideWriter {
   private lastSeq: number;
   private commits = 0;
   private recoveredAtOpen = 0;
+  /** The last seq an earlier run wrote: an action admitted after it is this run's own (refoldEarlierLaned). */
+  private readonly seqAtOpen: number;
   /** What the start judged of the journal before recovery (recover): recoverHeld classifies under the same. */
   private recoveredJournal: RecoveredJournal = 'trusted';
   /**
@@ -613,6 +616,7 @@ export class Journal implements BesideWriter {
     this.planSnapshot = { begin: db.prepare('BEGIN'), commit: db.prepare('COMMIT') };
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
+    this.seqAtOpen = this.lastSeq;
     this.sessionBook = new SessionBook(this.store.openingSessions(endedSessionsKept), {
       fromLog: (id) => this.sessionFromLog(id),
     });
@@ -2334,6 +2338,7 @@ export class Journal implements BesideWriter {
         this.sessionsLockedOut.clear();
         // What a read answered while the events were sealed is folded from them at the next read.
         this.checkedRows.clear();
+        this.tellHeldRecovered(this.refoldEarlierLaned());
         this.recoverHeld();
       }),
       vault.onLock(() => {
@@ -2343,6 +2348,7 @@ export class Journal implements BesideWriter {
     );
     if (vault.state() === 'unlocked') {
       this.auditWrite(() => this.audit.unlocked(vault));
+      this.tellHeldRecovered(this.refoldEarlierLaned());
       this.recoverHeld();
     }
   }
@@ -2503,6 +2509,31 @@ export class Journal implements BesideWriter {
         () => undefined,
       );
     this.unlockRecoveries = Promise.allSettled(appends);
+  }
+
+  /**
+   * At an unlock: every unresolved laned action an earlier run admitted, as its lane holds it, replaced by its own
+   * events' fold. Its lane entry was loaded from its row at open, and the headers check only what they name (its
+   * dispatch, outcome, admission, abandonment, last event), so a recorded unknown head's row rewritten while no broker
+   * ran to hold a key's expiry, another target or another retry budget would otherwise be what its card shows, what a
+   * person attests, and what the journal's same-key lease fence reads, for the rest of the run. Held and deferred
+   * actions are recoverHeld's; one whose events do not open or fold keeps its entry (a read refutes it). Bounded by what
+   * is unresolved: a fold each. The ids whose lane entry changed (the approval queue re-reads their lanes).
+   */
+  private refoldEarlierLaned(): string[] {
+    if (this.laneTickets === undefined || this.state !== 'open') return [];
+    const moved: string[] = [];
+    for (const state of this.laneTickets.states()) {
+      const id = state.action_id;
+      if (state.first_seq > this.seqAtOpen || this.heldAtOpen.has(id) || this.deferredAtOpen.has(id)) continue;
+      const fold = this.heldFold(id);
+      if (fold === 'unreadable' || fold === 'unfoldable' || isDeepStrictEqual(fold, state)) continue;
+      this.stateCache.delete(id);
+      this.laneTickets.drop(id);
+      this.laneTickets.moved(fold);
+      moved.push(id);
+    }
+    return moved;
   }
 
   /**

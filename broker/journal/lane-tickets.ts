@@ -80,6 +80,11 @@ export class LaneTickets {
     return this.byAction.get(actionId);
   }
 
+  /** Every unresolved laned action's state, as the last COMMIT (or the load) left it. */
+  states(): ActionState[] {
+    return [...this.byAction.values()];
+  }
+
   /** Every lane that holds an unresolved ticket, with its lowest one (the lane's head). */
   heads(): Map<string, number> {
     const heads = new Map<string, number>();

@@ -936,3 +936,31 @@ describe("when an in-flight POST's row is rewritten to say idempotent, or to hol
     await expectPersonReleasesLane(journal, id);
   });
 });
+
+describe("when a recorded unknown head's row is rewritten to offer a same-key retry, elsewhere, while no broker runs (THREAT-MODEL)", () => {
+  it('its lane entry, loaded from that row at open, is its own fold from the unlock on: no forged key expiry, target or retry budget is what its card or the lease fence reads', async () => {
+    const id = 'act_headforged_0001';
+    const { journal, vault, refuted, t } = await crashedThenRewritten(id, recordedUnknown(id), (t) =>
+      rewriteActionRow(t.path, id, (state) => ({
+        ...state,
+        key_expires_at_ms: t.clock.nowMs() + 3_600_000,
+        target: 'route:x GET /harmless',
+        retry_budget: 9,
+      })),
+    );
+    // None of those is a header fact: the row is taken at open, and its lane entry reads what the row says.
+    expect(refuted).toEqual([]);
+    const forgedEntry = journal.listLane('lane-a')[0];
+    expect(forgedEntry).toMatchObject({ action_id: id, target: 'route:x GET /harmless', retry_budget: 9 });
+
+    vault.unlock();
+    await settle(journal);
+    const sealed = journal.sealedAction(id) as ActionState;
+    expect(sealed).toMatchObject({ key_expires_at_ms: null, retry_budget: 0 });
+    expect(sealed.target).not.toBe('route:x GET /harmless');
+    expect(journal.listLane('lane-a')).toEqual([sealed]);
+    // Nothing was appended over it: a recorded unknown stays for a lookup or a person.
+    expect(journal.getAction(id)).toEqual(sealed);
+    expect(JSON.parse(String(copyActionRow(t.path, id)['state']))).toMatchObject({ retry_budget: 9 });
+  });
+});
