@@ -693,11 +693,8 @@ describe("a restart after another process rewrote an in-flight POST's row to say
     rewriteActionRow(path.join(rig.dataDir, 'journal.sqlite'), id, (state) => ({ ...state, idempotent: true }));
 
     const restarted = await rig.start();
-    const recovered = await waitFor(
-      () => rig.show(id),
-      (s) => s.state.recorded,
-      'the restart record, written at the unlock from its own events',
-    );
+    // Recorded once the daemon serves (it unlocked with its passphrase and waits for the unlock's records).
+    const recovered = await rig.show(id);
     expect(recovered.state).toMatchObject({
       outcome: 'unknown',
       code: 'BROKER_RESTARTED',

@@ -70,6 +70,7 @@ import {
   refutedRowState,
   restartRetryRestsOnRow,
   rowRefutation,
+  withoutUnprovenRetry,
   unfoldableRecoveryEvent,
   logHoldsWords,
   type LogFacts,
@@ -475,8 +476,12 @@ export class Journal implements BesideWriter {
   private lastSeq: number;
   private commits = 0;
   private recoveredAtOpen = 0;
-  /** The last seq an earlier run wrote: an action admitted after it is this run's own (refoldEarlierLaned). */
-  private readonly seqAtOpen: number;
+  /**
+   * The actions whose lane entries were loaded from their rows at open (after recovery), not folded from their events
+   * yet: refoldEarlierLaned's, at the unlock. Kept in memory, never decided from a row's column (a forged `first_seq`
+   * would otherwise make an earlier run's head read as this run's). Bounded by the unresolved tickets at open.
+   */
+  private readonly earlierLaned = new Set<string>();
   /** What the start judged of the journal before recovery (recover): recoverHeld classifies under the same. */
   private recoveredJournal: RecoveredJournal = 'trusted';
   /**
@@ -616,7 +621,6 @@ export class Journal implements BesideWriter {
     this.planSnapshot = { begin: db.prepare('BEGIN'), commit: db.prepare('COMMIT') };
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
-    this.seqAtOpen = this.lastSeq;
     this.sessionBook = new SessionBook(this.store.openingSessions(endedSessionsKept), {
       fromLog: (id) => this.sessionFromLog(id),
     });
@@ -692,6 +696,7 @@ export class Journal implements BesideWriter {
       // than the action list's columns (a migration test's) has no lanes to read.
       if (version >= migration010ActionList.version) journal.lanes();
       journal.recover(options.judgeBeforeRecovery?.(journal) ?? 'trusted');
+      for (const state of journal.laneTickets?.states() ?? []) journal.earlierLaned.add(state.action_id);
       if (journal.threadMode !== false) journal.prepareWriterThread(options);
       // An eager writer thread opens first (Journal.open), so the unlock's audit writes go to it too.
       if (options.vault !== undefined && journal.threadMode !== 'eager') journal.attachVault(options.vault);
@@ -2338,8 +2343,8 @@ export class Journal implements BesideWriter {
         this.sessionsLockedOut.clear();
         // What a read answered while the events were sealed is folded from them at the next read.
         this.checkedRows.clear();
-        this.tellHeldRecovered(this.refoldEarlierLaned());
         this.recoverHeld();
+        this.tellHeldRecovered(this.refoldEarlierLaned());
       }),
       vault.onLock(() => {
         this.checkedRows.clear();
@@ -2348,8 +2353,8 @@ export class Journal implements BesideWriter {
     );
     if (vault.state() === 'unlocked') {
       this.auditWrite(() => this.audit.unlocked(vault));
-      this.tellHeldRecovered(this.refoldEarlierLaned());
       this.recoverHeld();
+      this.tellHeldRecovered(this.refoldEarlierLaned());
     }
   }
 
@@ -2508,29 +2513,50 @@ export class Journal implements BesideWriter {
         (id) => this.tellHeldRecovered([id]),
         () => undefined,
       );
-    this.unlockRecoveries = Promise.allSettled(appends);
+    // Chained: after a quick lock and unlock, what an earlier unlock appended is still waited for.
+    this.unlockRecoveries = Promise.allSettled([this.unlockRecoveries, ...appends]);
   }
 
   /**
-   * At an unlock: every unresolved laned action an earlier run admitted, as its lane holds it, replaced by its own
-   * events' fold. Its lane entry was loaded from its row at open, and the headers check only what they name (its
-   * dispatch, outcome, admission, abandonment, last event), so a recorded unknown head's row rewritten while no broker
-   * ran to hold a key's expiry, another target or another retry budget would otherwise be what its card shows, what a
-   * person attests, and what the journal's same-key lease fence reads, for the rest of the run. Held and deferred
-   * actions are recoverHeld's; one whose events do not open or fold keeps its entry (a read refutes it). Bounded by what
-   * is unresolved: a fold each. The ids whose lane entry changed (the approval queue re-reads their lanes).
+   * At an unlock: every action whose lane entry was loaded from its row at open (earlierLaned), replaced by its own
+   * events' fold. The headers check only what they name (its dispatch, outcome, admission, abandonment, last event), so
+   * a recorded unknown head's row rewritten while no broker ran to hold a key's expiry, another target or another retry
+   * budget would otherwise be what its card shows, what a person attests, and what the journal's same-key lease fence
+   * reads, for the rest of the run. Held and deferred actions are recoverHeld's (their entries are their folds from
+   * there). Each is folded once a run: one whose events do not open yet waits for the next unlock; one whose events do
+   * not fold (a header row inserted, a run's key lost for good) is told, and its entry keeps no unproven retry basis
+   * (not idempotent, no key, no budget), since nothing proves one. The ids whose lane entry changed (the approval queue
+   * re-reads their lanes).
    */
   private refoldEarlierLaned(): string[] {
     if (this.laneTickets === undefined || this.state !== 'open') return [];
     const moved: string[] = [];
-    for (const state of this.laneTickets.states()) {
-      const id = state.action_id;
-      if (state.first_seq > this.seqAtOpen || this.heldAtOpen.has(id) || this.deferredAtOpen.has(id)) continue;
-      const fold = this.heldFold(id);
-      if (fold === 'unreadable' || fold === 'unfoldable' || isDeepStrictEqual(fold, state)) continue;
+    for (const id of [...this.earlierLaned]) {
+      if (this.heldAtOpen.has(id) || this.deferredAtOpen.has(id)) continue;
+      if (this.heldClosing.has(id)) {
+        // recoverHeld's record of it is on its way, over its fold: that commit moves its lane.
+        this.earlierLaned.delete(id);
+        continue;
+      }
+      const state = this.laneTickets.stateOf(id);
+      const fold = state === undefined ? undefined : this.heldFold(id);
+      if (fold === 'unreadable') continue;
+      this.earlierLaned.delete(id);
+      if (state === undefined || fold === undefined || isDeepStrictEqual(fold, state)) continue;
+      let over: ActionState;
+      if (fold !== 'unfoldable') over = fold;
+      else {
+        this.tellActionRowRefuted({
+          action_id: id,
+          row_stage: state.stage,
+          log_holds: 'SEALED_EVENTS',
+          events_fold: false,
+        });
+        over = withoutUnprovenRetry(state);
+      }
       this.stateCache.delete(id);
       this.laneTickets.drop(id);
-      this.laneTickets.moved(fold);
+      this.laneTickets.moved(over);
       moved.push(id);
     }
     return moved;
@@ -2551,7 +2577,7 @@ export class Journal implements BesideWriter {
       // What it folds over from now on, in its lane and in the record's commit (its state cache entry dropped, the
       // commit reads heldClosing): its own events' fold, so the row's unproven idempotency and key expiry go with it;
       // where they do not fold, the state checked at open.
-      const over = fold === 'unfoldable' ? checked : fold;
+      const over = fold === 'unfoldable' ? withoutUnprovenRetry(checked) : fold;
       this.stateCache.delete(id);
       this.laneTickets?.drop(id);
       this.laneTickets?.moved(over);
@@ -2569,12 +2595,10 @@ export class Journal implements BesideWriter {
             return id;
           },
           (error: unknown) => {
-            // Not recorded (the journal closing, or failed): deferred again, in its lane as checked at open.
+            // Not recorded (the journal closing, or failed): deferred again; its lane keeps what it was moved to.
             this.heldClosing.delete(id);
             this.recoveredAtOpen -= 1;
             this.deferredAtOpen.set(id, checked);
-            this.laneTickets?.drop(id);
-            this.laneTickets?.moved(checked);
             throw error;
           },
         ),
@@ -2607,7 +2631,7 @@ export class Journal implements BesideWriter {
       events_fold: false,
       deferred: true,
     });
-    return unfoldableRecoveryEvent(checked, nowMs);
+    return unfoldableRecoveryEvent(withoutUnprovenRetry(checked), nowMs);
   }
 
   /** Settles once what the last unlock recorded for deferred and held actions committed (or failed). */

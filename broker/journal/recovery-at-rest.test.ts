@@ -903,6 +903,8 @@ describe("when an in-flight POST's row is rewritten to say idempotent, or to hol
     expect(journal.deferredRecoveries()).toEqual([id]);
     vault.unlock();
     await settle(journal);
+    // Closed over the state checked at open, without the idempotency nothing proves.
+    expect(journal.getAction(id)).toMatchObject({ idempotent: false, key_expires_at_ms: null });
     // After the inserted row, which does not open.
     expect(restartRecordOf(journal, id, inserted)).toEqual([
       expect.objectContaining({
@@ -946,6 +948,8 @@ describe("when a recorded unknown head's row is rewritten to offer a same-key re
         key_expires_at_ms: t.clock.nowMs() + 3_600_000,
         target: 'route:x GET /harmless',
         retry_budget: 9,
+        // Not a header fact either: a lane entry is never told an earlier run's from this run's by it.
+        first_seq: 1e12,
       })),
     );
     // None of those is a header fact: the row is taken at open, and its lane entry reads what the row says.
@@ -962,5 +966,27 @@ describe("when a recorded unknown head's row is rewritten to offer a same-key re
     // Nothing was appended over it: a recorded unknown stays for a lookup or a person.
     expect(journal.getAction(id)).toEqual(sealed);
     expect(JSON.parse(String(copyActionRow(t.path, id)['state']))).toMatchObject({ retry_budget: 9 });
+  });
+
+  it('where its events do not fold at the unlock (a header row inserted, the row made to agree), its entry keeps no retry basis nothing proves, and that is told', async () => {
+    const id = 'act_headunfold_0001';
+    const { journal, vault, refuted } = await crashedThenRewritten(id, recordedUnknown(id), (t) => {
+      const inserted = insertHeader(t, id, 'RESULT_DELIVERED');
+      rewriteActionRow(t.path, id, (state) => ({
+        ...state,
+        last_seq: inserted,
+        key_expires_at_ms: t.clock.nowMs() + 3_600_000,
+        retry_budget: 9,
+      }));
+    });
+    expect(refuted).toEqual([]);
+    vault.unlock();
+    await settle(journal);
+    expect(refuted).toEqual([
+      { action_id: id, row_stage: 'request_sent', log_holds: 'SEALED_EVENTS', events_fold: false },
+    ]);
+    expect(journal.listLane('lane-a')).toEqual([
+      expect.objectContaining({ action_id: id, key_expires_at_ms: null, retry_budget: 0, idempotent: false }),
+    ]);
   });
 });

@@ -113,6 +113,14 @@ export function restartRetryRestsOnRow(state: ActionState, nowMs: number): boole
   return state.idempotent || (state.key_expires_at_ms !== null && nowMs < state.key_expires_at_ms);
 }
 
+/**
+ * An action's state with nothing a retry could rest on that only its sealed events prove (restartRetryRestsOnRow): not
+ * idempotent, no key's expiry, no retry budget. What a state its events do not fold to is closed or laned over.
+ */
+export function withoutUnprovenRetry(state: ActionState): ActionState {
+  return { ...state, idempotent: false, key_expires_at_ms: null, retry_budget: 0 };
+}
+
 /** Whether the log's headers show the action dispatched and not classified since: in flight when the broker stopped. */
 export function inFlightByLog(facts: Pick<LogFacts, 'last_dispatch' | 'last_classified'>): boolean {
   return facts.last_dispatch !== null && facts.last_dispatch > (facts.last_classified ?? 0);
