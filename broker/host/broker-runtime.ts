@@ -712,6 +712,8 @@ function upstreamStatus(config: PosternConfig, upstreams: McpUpstreams): NonNull
 export function actionRowRefutedMessage(report: ActionRowRefuted): string {
   if (report.log_holds === 'RETRY_BASIS')
     return `an action in flight when the broker stopped has a row that differs from its own events: ${logHoldsWords.RETRY_BASIS} (edited while no broker ran?): its restart record advises the retry its own events allow`;
+  if (report.laned === true)
+    return "an action laned from its row at start has events that do not fold (a row inserted, or its run's key lost for good): its lane keeps no retry basis they do not prove (not idempotent, no key, no budget), and `postern audit verify` says what does not authenticate";
   if (report.deferred === true)
     return "an action in flight when the broker stopped has events that do not fold (a row inserted, or its run's key lost for good): closed unknown with retry reconcile, for a person to settle or abandon";
   if (report.events_fold === false)

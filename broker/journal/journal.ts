@@ -255,6 +255,11 @@ export interface ActionRowRefuted {
    * with the headers, and `log_holds` says what its own events, opened at the unlock, found.
    */
   readonly deferred?: true;
+  /**
+   * An earlier run's action laned from its row at open, re-folded at the unlock (Journal.refoldEarlierLaned): its events
+   * do not fold, so its lane entry keeps no retry basis nothing proves.
+   */
+  readonly laned?: true;
 }
 
 /** What onSessionRowRefuted is told (ids and statuses only). */
@@ -2551,6 +2556,7 @@ export class Journal implements BesideWriter {
           row_stage: state.stage,
           log_holds: 'SEALED_EVENTS',
           events_fold: false,
+          laned: true,
         });
         over = withoutUnprovenRetry(state);
       }

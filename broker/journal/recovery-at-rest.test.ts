@@ -983,7 +983,7 @@ describe("when a recorded unknown head's row is rewritten to offer a same-key re
     vault.unlock();
     await settle(journal);
     expect(refuted).toEqual([
-      { action_id: id, row_stage: 'request_sent', log_holds: 'SEALED_EVENTS', events_fold: false },
+      { action_id: id, row_stage: 'request_sent', log_holds: 'SEALED_EVENTS', events_fold: false, laned: true },
     ]);
     expect(journal.listLane('lane-a')).toEqual([
       expect.objectContaining({ action_id: id, key_expires_at_ms: null, retry_budget: 0, idempotent: false }),
